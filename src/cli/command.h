@@ -1,0 +1,26 @@
+#pragma once
+// What every subcommand shares: options parsed before it runs, and the action it registers.
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "config/param_registry.h"
+#include "config/preset_catalog.h"
+
+namespace moehub {
+
+struct CliContext {
+  std::string config_dir;                // --config-dir, MOEHUB_CONFIG_DIR, or the build's default
+  std::function<int()> action;           // set by the chosen subcommand's callback
+  const ParamRegistry* registry = nullptr;
+
+  PresetCatalog catalog() const { return PresetCatalog(config_dir); }
+};
+
+void add_run_command(CLI::App& app, CliContext& ctx);
+void add_list_command(CLI::App& app, CliContext& ctx);
+void add_validate_command(CLI::App& app, CliContext& ctx);
+
+}  // namespace moehub

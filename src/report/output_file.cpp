@@ -1,0 +1,44 @@
+#include "report/output_file.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "sim/error.h"
+
+namespace moehub {
+
+OutputFile::OutputFile(std::filesystem::path target, std::string flag)
+    : target_(std::move(target)), flag_(std::move(flag)) {
+  std::error_code ec;
+  const auto dir = target_.has_parent_path() ? target_.parent_path() : std::filesystem::path(".");
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw UserError(flag_, fmt::format("cannot write '{}': no such directory", target_.string()));
+  }
+  if (std::filesystem::is_directory(target_, ec)) {
+    throw UserError(flag_, fmt::format("cannot write '{}': it is a directory", target_.string()));
+  }
+  temp_ = target_;
+  temp_ += fmt::format(".tmp-{}", static_cast<long>(::getpid()));
+  out_.open(temp_, std::ios::binary | std::ios::trunc);
+  if (!out_) throw UserError(flag_, fmt::format("cannot write '{}'", target_.string()));
+}
+
+OutputFile::~OutputFile() {
+  if (!committed_) {
+    out_.close();
+    std::error_code ec;
+    std::filesystem::remove(temp_, ec);
+  }
+}
+
+void OutputFile::commit() {
+  out_.flush();
+  if (!out_) throw UserError(flag_, fmt::format("writing '{}' failed", target_.string()));
+  out_.close();
+  std::error_code ec;
+  std::filesystem::rename(temp_, target_, ec);
+  if (ec) throw UserError(flag_, fmt::format("cannot write '{}': {}", target_.string(), ec.message()));
+  committed_ = true;
+}
+
+}  // namespace moehub

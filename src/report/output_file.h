@@ -1,0 +1,30 @@
+#pragma once
+// An output file that appears only when complete: written to a temporary beside the target
+// and renamed on commit(); destroyed uncommitted (an error happened), it leaves nothing behind.
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace moehub {
+
+class OutputFile {
+ public:
+  // `flag` names the option that gave the path, for error messages.
+  OutputFile(std::filesystem::path target, std::string flag);
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  ~OutputFile();
+
+  std::ostream& stream() { return out_; }
+  void commit();
+
+ private:
+  std::filesystem::path target_;
+  std::filesystem::path temp_;
+  std::string flag_;
+  std::ofstream out_;
+  bool committed_ = false;
+};
+
+}  // namespace moehub

@@ -1,0 +1,215 @@
+// End-to-end tests through the `moehub` program: exit codes, messages, outputs, determinism.
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+fs::path scratch_dir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path d = fs::temp_directory_path() / fmt::format("moehub-cli-{}-{}-{}", ::getpid(), info->test_suite_name(), info->name());
+  fs::create_directories(d);
+  return d;
+}
+
+Result moehub(const std::vector<std::string>& args) {
+  const fs::path dir = scratch_dir();
+  std::string cmd = std::string("'") + MOEHUB_BINARY + "'";
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += fmt::format(" >'{}' 2>'{}' </dev/null", (dir / "stdout").string(), (dir / "stderr").string());
+  Result r;
+  const int raw = std::system(cmd.c_str());
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128;
+  r.out = slurp(dir / "stdout");
+  r.err = slurp(dir / "stderr");
+  return r;
+}
+
+// A bad input: exit status 2 and exactly one line "moehub: error: <where>: <reason>".
+void expect_bad_input(const std::vector<std::string>& args, const std::string& fragment) {
+  const Result r = moehub(args);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("moehub: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(fragment), std::string::npos) << "stderr: " << r.err << "\nexpected: " << fragment;
+}
+
+TEST(CliRun, DefaultJsonHasTheContractSections) {
+  const Result r = moehub({"run", "--format", "json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["config"]["run"]["gpus"], 8);
+  EXPECT_EQ(j["config"]["run"]["tokens"], 8192);
+  EXPECT_EQ(j["config"]["run"]["model"], "mixtral-8x7b");
+  EXPECT_EQ(j["config"]["model"]["hidden"], 4096);
+  EXPECT_EQ(j["config"]["net"]["gpu_switch_latency"], "250ns");
+  EXPECT_TRUE(j["results"].is_array());
+  EXPECT_TRUE(j["perf"].contains("wall_s"));
+  EXPECT_TRUE(j["perf"].contains("events"));
+}
+
+TEST(CliRun, FlagsAndSetReachTheResolvedConfig) {
+  const Result r = moehub({"run", "--format", "json", "--gpus", "16", "--tokens", "4096", "--imbalance", "0.032",
+                           "--seed", "9", "--set", "gpu.sm_count=114", "--set", "net.gpu_switch_latency=0.3us"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["config"]["run"]["gpus"], 16);
+  EXPECT_EQ(j["config"]["run"]["tokens"], 4096);
+  EXPECT_EQ(j["config"]["run"]["seed"], 9);
+  EXPECT_DOUBLE_EQ(j["config"]["workload"]["imbalance_std"].get<double>(), 0.032);
+  EXPECT_EQ(j["config"]["gpu"]["sm_count"], 114);
+  EXPECT_EQ(j["config"]["net"]["gpu_switch_latency"], "300ns");
+}
+
+TEST(CliRun, SameInputsGiveIdenticalOutputApartFromPerf) {
+  const std::vector<std::string> args{"run", "--format", "json", "--seed", "3"};
+  auto a = nlohmann::json::parse(moehub(args).out);
+  auto b = nlohmann::json::parse(moehub(args).out);
+  a.erase("perf");
+  b.erase("perf");
+  EXPECT_EQ(a.dump(), b.dump());
+}
+
+TEST(CliRun, TableAndCsvFormats) {
+  const Result table = moehub({"run"});
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("mixtral-8x7b"), std::string::npos);
+  const Result csv = moehub({"run", "--format", "csv"});
+  ASSERT_EQ(csv.status, 0) << csv.err;
+}
+
+TEST(CliRun, OutputAndTraceFilesAppearOnSuccess) {
+  const fs::path dir = scratch_dir();
+  const Result r = moehub({"run", "--format", "json", "--output", (dir / "out.json").string(), "--trace",
+                           (dir / "trace.json").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_NO_THROW(nlohmann::json::parse(slurp(dir / "out.json")));
+  const auto trace = nlohmann::json::parse(slurp(dir / "trace.json"));
+  EXPECT_TRUE(trace["traceEvents"].is_array());
+}
+
+TEST(CliRun, ExperimentFileOverridesPresets) {
+  const fs::path dir = scratch_dir();
+  std::ofstream(dir / "exp.toml") << "description = \"test\"\n[run]\ngpus = 4\n[model]\ntop_k = 1\n";
+  const Result r = moehub({"run", "--format", "json", "--config", (dir / "exp.toml").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["config"]["run"]["gpus"], 4);
+  EXPECT_EQ(j["config"]["model"]["top_k"], 1);
+}
+
+// ---- bad inputs: exit 2, one line naming the key, flag or file ----
+
+TEST(CliBadInput, ZeroGpus) { expect_bad_input({"run", "--gpus", "0"}, "run.gpus: must be at least 1"); }
+TEST(CliBadInput, NonNumericGpus) { expect_bad_input({"run", "--gpus", "eight"}, "run.gpus: expected an integer"); }
+TEST(CliBadInput, FractionalTokens) { expect_bad_input({"run", "--tokens", "1.5"}, "run.tokens: expected an integer"); }
+TEST(CliBadInput, ImbalanceOutOfRange) { expect_bad_input({"run", "--imbalance", "2"}, "workload.imbalance_std: must be at most 1"); }
+TEST(CliBadInput, UnknownModel) { expect_bad_input({"run", "--model", "gpt-17"}, "run.model: unknown models preset 'gpt-17'"); }
+TEST(CliBadInput, MissingHardwareFile) { expect_bad_input({"run", "--hardware", "no/such.toml"}, "no such file"); }
+TEST(CliBadInput, UnknownSetKey) { expect_bad_input({"run", "--set", "gpu.warp_drive=1"}, "unknown key 'gpu.warp_drive'"); }
+TEST(CliBadInput, SetWithoutValue) { expect_bad_input({"run", "--set", "gpu.sm_count"}, "--set: expected KEY=VALUE"); }
+TEST(CliBadInput, ZeroSms) { expect_bad_input({"run", "--set", "gpu.sm_count=0"}, "gpu.sm_count: must be at least 1"); }
+TEST(CliBadInput, ZeroBandwidth) { expect_bad_input({"run", "--set", "net.link_bandwidth=0GB/s"}, "net.link_bandwidth: must be greater than 0"); }
+TEST(CliBadInput, LatencyWithoutUnit) { expect_bad_input({"run", "--set", "net.gpu_switch_latency=250"}, "net.gpu_switch_latency: missing unit"); }
+TEST(CliBadInput, UnknownFormat) { expect_bad_input({"run", "--format", "xml"}, "--format"); }
+TEST(CliBadInput, UnknownFlag) { expect_bad_input({"run", "--warp", "9"}, "--warp"); }
+TEST(CliBadInput, UnknownSystem) { expect_bad_input({"run", "--systems", "warp-drive"}, "run.systems: unknown"); }
+TEST(CliBadInput, NoSubcommand) { expect_bad_input({}, "subcommand"); }
+
+TEST(CliBadInput, ConfigFileWithUnknownKeyNamesItsLine) {
+  const fs::path dir = scratch_dir();
+  std::ofstream(dir / "bad.toml") << "[model]\nhidden = 4096\nhiden = 3\n";
+  expect_bad_input({"run", "--config", (dir / "bad.toml").string()}, "model.hiden: unknown key (" + (dir / "bad.toml").string() + ":3)");
+}
+
+TEST(CliBadInput, ConfigFileWithOutOfRangeValue) {
+  const fs::path dir = scratch_dir();
+  std::ofstream(dir / "bad.toml") << "[model]\nhidden = -5\n";
+  expect_bad_input({"run", "--config", (dir / "bad.toml").string()}, "model.hidden: must be at least 1");
+}
+
+TEST(CliBadInput, MalformedTomlNamesFileAndLine) {
+  const fs::path dir = scratch_dir();
+  std::ofstream(dir / "broken.toml") << "[gpu]\nsm_count = = 1\n";
+  expect_bad_input({"validate", (dir / "broken.toml").string()}, (dir / "broken.toml").string() + ":2");
+}
+
+TEST(CliBadInput, BadOutputPathLeavesNothingBehind) {
+  const fs::path dir = scratch_dir();
+  expect_bad_input({"run", "--trace", (dir / "nodir" / "t.json").string()}, "--trace: cannot write");
+  EXPECT_FALSE(fs::exists(dir / "nodir"));
+}
+
+TEST(CliBadInput, FailedRunLeavesNoPartialOutput) {
+  const fs::path dir = scratch_dir();
+  expect_bad_input({"run", "--output", (dir / "out.json").string(), "--systems", "bogus"}, "run.systems");
+  for (const auto& e : fs::directory_iterator(dir)) {
+    EXPECT_EQ(e.path().filename().string().find("out.json"), std::string::npos) << e.path();
+  }
+}
+
+// ---- list and validate ----
+
+TEST(CliList, PrintsPresetsAndParametersWithDefaults) {
+  const Result r = moehub({"list"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("dgx-h800"), std::string::npos);
+  EXPECT_NE(r.out.find("mixtral-8x7b"), std::string::npos);
+  EXPECT_NE(r.out.find("gpu.sm_count"), std::string::npos);
+  const Result j = moehub({"list", "--format", "json"});
+  ASSERT_EQ(j.status, 0) << j.err;
+  const auto list = nlohmann::json::parse(j.out);
+  bool found = false;
+  for (const auto& p : list["parameters"]) {
+    if (p["key"] == "net.gpu_switch_latency") {
+      found = true;
+      EXPECT_EQ(p["default"], "250ns");
+      EXPECT_FALSE(p["description"].get<std::string>().empty());
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(CliValidate, ShippedPresetsAreValid) {
+  for (const auto& kind : {"hardware", "models", "experiments"}) {
+    const fs::path folder = fs::path(MOEHUB_SOURCE_DIR) / "configs" / kind;
+    if (!fs::exists(folder)) continue;
+    for (const auto& e : fs::directory_iterator(folder)) {
+      const Result r = moehub({"validate", e.path().string()});
+      EXPECT_EQ(r.status, 0) << e.path() << ": " << r.err;
+    }
+  }
+}
+
+TEST(CliHelp, HelpExitsZero) {
+  const Result r = moehub({"--help"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("run"), std::string::npos);
+}
+
+}  // namespace

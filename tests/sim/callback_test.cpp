@@ -1,0 +1,35 @@
+#include <gtest/gtest.h>
+
+#include <array>
+#include <memory>
+
+#include "sim/callback.h"
+
+namespace moehub {
+namespace {
+
+TEST(UniqueFunction, HoldsMoveOnlyCallables) {
+  auto p = std::make_unique<int>(41);
+  UniqueFunction<int()> f = [p = std::move(p)] { return *p + 1; };
+  UniqueFunction<int()> g = std::move(f);
+  EXPECT_FALSE(static_cast<bool>(f));
+  EXPECT_EQ(g(), 42);
+}
+
+TEST(UniqueFunction, LargeCallablesGoToTheHeapAndAreDestroyed) {
+  auto alive = std::make_shared<int>(0);
+  {
+    std::array<int64_t, 32> big{};
+    big[31] = 5;
+    UniqueFunction<int64_t(int64_t)> f = [big, alive](int64_t x) { return big[31] + x; };
+    EXPECT_EQ(alive.use_count(), 2);
+    EXPECT_EQ(f(1), 6);
+    UniqueFunction<int64_t(int64_t)> g;
+    g = std::move(f);
+    EXPECT_EQ(g(2), 7);
+  }
+  EXPECT_EQ(alive.use_count(), 1);
+}
+
+}  // namespace
+}  // namespace moehub
