@@ -24,13 +24,17 @@ class UniqueFunction<R(Args...)> {
   template <typename F, typename D = std::decay_t<F>,
             typename = std::enable_if_t<!std::is_same_v<D, UniqueFunction> && std::is_invocable_r_v<R, D&, Args...>>>
   UniqueFunction(F&& f) {  // NOLINT: implicit by design, like std::function
-    if constexpr (sizeof(D) <= kInlineBytes && alignof(D) <= alignof(std::max_align_t) &&
-                  std::is_nothrow_move_constructible_v<D>) {
-      ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
-      ops_ = &inline_ops<D>;
+    construct(std::forward<F>(f));
+  }
+
+  // Replaces the target in place: no temporary UniqueFunction, no extra move.
+  template <typename F>
+  void emplace(F&& f) {
+    if constexpr (std::is_same_v<std::decay_t<F>, UniqueFunction>) {
+      *this = std::move(f);
     } else {
-      ::new (static_cast<void*>(storage_)) D*(new D(std::forward<F>(f)));
-      ops_ = &heap_ops<D>;
+      reset();
+      construct(std::forward<F>(f));
     }
   }
 
@@ -66,6 +70,19 @@ class UniqueFunction<R(Args...)> {
   }
 
  private:
+  template <typename F>
+  void construct(F&& f) {
+    using D = std::decay_t<F>;
+    if constexpr (sizeof(D) <= kInlineBytes && alignof(D) <= alignof(std::max_align_t) &&
+                  std::is_nothrow_move_constructible_v<D>) {
+      ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
+      ops_ = &inline_ops<D>;
+    } else {
+      ::new (static_cast<void*>(storage_)) D*(new D(std::forward<F>(f)));
+      ops_ = &heap_ops<D>;
+    }
+  }
+
   struct Ops {
     R (*call)(void*, Args&&...);
     void (*move)(void* from, void* to) noexcept;

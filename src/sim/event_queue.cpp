@@ -5,19 +5,29 @@
 
 namespace moehub {
 
-EventHandle EventQueue::push(Time at, int32_t priority, Callback fn) {
-  uint32_t slot;
+// A 4-ary heap: half the depth of a binary heap and children share a cache line.
+namespace {
+constexpr size_t kArity = 4;
+}
+
+uint32_t EventQueue::acquire_slot() {
   if (!free_slots_.empty()) {
-    slot = free_slots_.back();
+    const uint32_t slot = free_slots_.back();
     free_slots_.pop_back();
-  } else {
-    slot = static_cast<uint32_t>(slots_.size());
-    slots_.emplace_back();
+    return slot;
   }
-  Slot& s = slots_[slot];
-  s.fn = std::move(fn);
+  if ((slot_count_ & (kChunkSize - 1)) == 0) chunks_.push_back(std::make_unique<Slot[]>(kChunkSize));
+  return slot_count_++;
+}
+
+EventHandle EventQueue::commit(Time at, int32_t priority, uint32_t slot) {
+  Slot& s = slot_at(slot);
+  if (priority < kMinPriority || priority > kMaxPriority) {
+    s.fn.reset();
+    free_slots_.push_back(slot);
+    throw std::logic_error("event priority out of range");
+  }
   s.live = true;
-  if (priority < kMinPriority || priority > kMaxPriority) throw std::logic_error("event priority out of range");
   const uint64_t biased = static_cast<uint64_t>(priority - kMinPriority);
   heap_.push_back(Key{at.ps(), (biased << 48) | next_seq_++, slot});
   sift_up(heap_.size() - 1);
@@ -26,12 +36,14 @@ EventHandle EventQueue::push(Time at, int32_t priority, Callback fn) {
 }
 
 bool EventQueue::pending(EventHandle h) const {
-  return h.valid() && h.slot < slots_.size() && slots_[h.slot].generation == h.generation && slots_[h.slot].live;
+  if (!h.valid() || h.slot >= slot_count_) return false;
+  const Slot& s = slot_at(h.slot);
+  return s.generation == h.generation && s.live;
 }
 
 bool EventQueue::cancel(EventHandle h) {
   if (!pending(h)) return false;
-  Slot& s = slots_[h.slot];
+  Slot& s = slot_at(h.slot);
   s.live = false;
   s.fn.reset();
   --live_;
@@ -40,13 +52,12 @@ bool EventQueue::cancel(EventHandle h) {
 }
 
 void EventQueue::free_slot(uint32_t slot) {
-  Slot& s = slots_[slot];
-  ++s.generation;
+  ++slot_at(slot).generation;
   free_slots_.push_back(slot);
 }
 
 void EventQueue::drop_cancelled_top() {
-  while (!heap_.empty() && !slots_[heap_.front().slot].live) {
+  while (!heap_.empty() && !slot_at(heap_.front().slot).live) {
     free_slot(heap_.front().slot);
     pop_top();
   }
@@ -59,17 +70,31 @@ Time EventQueue::next_time() {
 }
 
 Callback EventQueue::pop(Time& at) {
+  uint32_t slot;
+  if (!pop_due(Time::max(), at, slot)) throw std::logic_error("EventQueue::pop on an empty queue");
+  Slot& s = slot_at(slot);
+  Callback fn = std::move(s.fn);
+  free_slot(slot);
+  return fn;
+}
+
+bool EventQueue::pop_due(Time limit, Time& at, uint32_t& slot) {
   drop_cancelled_top();
-  if (heap_.empty()) throw std::logic_error("EventQueue::pop on an empty queue");
+  if (heap_.empty() || heap_.front().time > limit.ps()) return false;
   const Key top = heap_.front();
   pop_top();
-  Slot& s = slots_[top.slot];
-  Callback fn = std::move(s.fn);
-  s.live = false;
-  free_slot(top.slot);
+  slot_at(top.slot).live = false;  // no longer cancellable: it is running
   --live_;
   at = Time::from_ps(top.time);
-  return fn;
+  slot = top.slot;
+  return true;
+}
+
+void EventQueue::run_and_release(uint32_t slot) {
+  Slot& s = slot_at(slot);
+  s.fn();
+  s.fn.reset();
+  free_slot(slot);
 }
 
 void EventQueue::pop_top() {
@@ -81,7 +106,7 @@ void EventQueue::pop_top() {
 void EventQueue::sift_up(size_t i) {
   const Key k = heap_[i];
   while (i > 0) {
-    const size_t parent = (i - 1) / 2;
+    const size_t parent = (i - 1) / kArity;
     if (!k.before(heap_[parent])) break;
     heap_[i] = heap_[parent];
     i = parent;
@@ -93,12 +118,16 @@ void EventQueue::sift_down(size_t i) {
   const size_t n = heap_.size();
   const Key k = heap_[i];
   for (;;) {
-    size_t child = 2 * i + 1;
-    if (child >= n) break;
-    if (child + 1 < n && heap_[child + 1].before(heap_[child])) ++child;
-    if (!heap_[child].before(k)) break;
-    heap_[i] = heap_[child];
-    i = child;
+    const size_t first = kArity * i + 1;
+    if (first >= n) break;
+    size_t best = first;
+    const size_t last = first + kArity < n ? first + kArity : n;
+    for (size_t c = first + 1; c < last; ++c) {
+      if (heap_[c].before(heap_[best])) best = c;
+    }
+    if (!heap_[best].before(k)) break;
+    heap_[i] = heap_[best];
+    i = best;
   }
   heap_[i] = k;
 }

@@ -4,6 +4,7 @@
 // so cancelling is O(1) and never searches the heap.
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "sim/callback.h"
@@ -23,7 +24,12 @@ class EventQueue {
   static constexpr int32_t kMinPriority = -32768;
   static constexpr int32_t kMaxPriority = 32767;
   // Lower priority values run first among events at the same time.
-  EventHandle push(Time at, int32_t priority, Callback fn);
+  template <typename F>
+  EventHandle push(Time at, int32_t priority, F&& fn) {
+    const uint32_t slot = acquire_slot();
+    slot_at(slot).fn.emplace(std::forward<F>(fn));
+    return commit(at, priority, slot);
+  }
   // Returns true if the event was pending and is now cancelled.
   bool cancel(EventHandle h);
   bool pending(EventHandle h) const;
@@ -34,6 +40,13 @@ class EventQueue {
   Time next_time();
   // Removes the earliest live event, returning its time and callback.
   Callback pop(Time& at);
+
+  // The event loop's fast path: if the earliest live event is due at or before `limit`,
+  // removes it from the heap and returns true with its time and slot. The caller then runs it
+  // in place with run_and_release(slot); slots live in fixed chunks, so events scheduled by
+  // the running callback never move it.
+  bool pop_due(Time limit, Time& at, uint32_t& slot);
+  void run_and_release(uint32_t slot);
 
  private:
   struct Key {
@@ -48,14 +61,22 @@ class EventQueue {
     bool live = false;
   };
 
+  uint32_t acquire_slot();
+  EventHandle commit(Time at, int32_t priority, uint32_t slot);
   void sift_up(size_t i);
   void sift_down(size_t i);
   void pop_top();
   void drop_cancelled_top();
   void free_slot(uint32_t slot);
 
+  static constexpr uint32_t kChunkBits = 12;
+  static constexpr uint32_t kChunkSize = 1u << kChunkBits;
+  Slot& slot_at(uint32_t i) { return chunks_[i >> kChunkBits][i & (kChunkSize - 1)]; }
+  const Slot& slot_at(uint32_t i) const { return chunks_[i >> kChunkBits][i & (kChunkSize - 1)]; }
+
   std::vector<Key> heap_;
-  std::vector<Slot> slots_;
+  std::vector<std::unique_ptr<Slot[]>> chunks_;
+  uint32_t slot_count_ = 0;
   std::vector<uint32_t> free_slots_;
   uint64_t next_seq_ = 0;
   size_t live_ = 0;

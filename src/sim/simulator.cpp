@@ -5,11 +5,8 @@
 
 namespace moehub {
 
-EventHandle Simulator::schedule_at(Time at, Callback fn, int32_t priority) {
-  if (at < now_) {
-    throw std::logic_error(fmt::format("event scheduled in the past: {} ps < now {} ps", at.ps(), now_.ps()));
-  }
-  return queue_.push(at, priority, std::move(fn));
+void Simulator::throw_past(Time at) const {
+  throw std::logic_error(fmt::format("event scheduled in the past: {} ps < now {} ps", at.ps(), now_.ps()));
 }
 
 uint64_t Simulator::run() { return run_until(Time::max()); }
@@ -17,11 +14,11 @@ uint64_t Simulator::run() { return run_until(Time::max()); }
 uint64_t Simulator::run_until(Time limit) {
   stopped_ = false;
   uint64_t count = 0;
-  while (!stopped_ && !queue_.empty() && queue_.next_time() <= limit) {
-    Time at;
-    Callback fn = queue_.pop(at);
+  Time at;
+  uint32_t slot;
+  while (!stopped_ && queue_.pop_due(limit, at, slot)) {
     now_ = at;
-    fn();
+    queue_.run_and_release(slot);
     ++count;
   }
   executed_ += count;

@@ -19,9 +19,14 @@ class Simulator {
   Time now() const { return now_; }
 
   // Scheduling in the past is a programming error (std::logic_error).
-  EventHandle schedule_at(Time at, Callback fn, int32_t priority = 0);
-  EventHandle schedule_in(Time delay, Callback fn, int32_t priority = 0) {
-    return schedule_at(now_ + delay, std::move(fn), priority);
+  template <typename F>
+  EventHandle schedule_at(Time at, F&& fn, int32_t priority = 0) {
+    if (at < now_) throw_past(at);
+    return queue_.push(at, priority, std::forward<F>(fn));
+  }
+  template <typename F>
+  EventHandle schedule_in(Time delay, F&& fn, int32_t priority = 0) {
+    return schedule_at(now_ + delay, std::forward<F>(fn), priority);
   }
   // Typed member-function scheduling, e.g. sim.schedule_in(d, &Link::finish, this).
   template <typename C, typename... A>
@@ -42,6 +47,8 @@ class Simulator {
   size_t events_pending() const { return queue_.size(); }
 
  private:
+  [[noreturn]] void throw_past(Time at) const;
+
   EventQueue queue_;
   Time now_ = Time::zero();
   uint64_t executed_ = 0;
