@@ -9,6 +9,8 @@
 
 #include "cli/command.h"
 #include "cli/config_builder.h"
+#include "moe/model_shape.h"
+#include "moe/workload.h"
 #include "report/output_file.h"
 #include "report/run_report.h"
 #include "sim/error.h"
@@ -62,6 +64,9 @@ int run(const CliContext& ctx, RunOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   const Config cfg = build_config(ctx.catalog(), *ctx.registry, o.request);
   const std::vector<std::string> systems = select_systems(cfg.string("run.systems"));
+  // The routed workload of the simulated layer (bad shapes, placements or traces fail here).
+  const ModelShape model = ModelShape::from(cfg);
+  const Workload workload = Workload::build(WorkloadConfig::from(cfg), model);
 
   // Output files are opened before simulating so that a bad path fails fast; they appear
   // only after everything succeeded.
@@ -72,6 +77,7 @@ int run(const CliContext& ctx, RunOptions& o) {
 
   RunReport report;
   report.config = cfg.to_json();
+  report.workload = workload.summary();
   report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   if (trace) {

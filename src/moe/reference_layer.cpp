@@ -1,0 +1,141 @@
+#include "moe/reference_layer.h"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "moe/gating.h"
+#include "sim/rng.h"
+
+namespace moehub {
+namespace {
+
+constexpr uint64_t kGateStream = 0x61;
+constexpr uint64_t kInputStream = 0x71;
+constexpr uint64_t kExpertStreamBase = 0x1000;  // W1 of expert e: base + 2e, W2: base + 2e + 1
+// The reference is for small shapes; a full-size model would need gigabytes.
+constexpr int64_t kMaxWeights = int64_t{1} << 26;
+
+std::vector<float> uniform_matrix(int64_t rows, int64_t cols, uint64_t seed, uint64_t stream) {
+  Rng rng(seed, stream);
+  const double bound = 1.0 / std::sqrt(static_cast<double>(rows));  // fan_in = rows (x W layout)
+  std::vector<float> m(static_cast<size_t>(rows * cols));
+  for (float& v : m) v = static_cast<float>((2.0 * rng.uniform() - 1.0) * bound);
+  return m;
+}
+
+float silu(float v) { return v / (1.0f + std::exp(-v)); }
+
+}  // namespace
+
+ReferenceShape ReferenceShape::from_model(const ModelShape& model, int64_t hidden, int64_t ffn_hidden) {
+  ReferenceShape s;
+  s.hidden = hidden;
+  s.ffn_hidden = ffn_hidden;
+  s.gated = model.gated;
+  s.router = model.router;
+  return s;
+}
+
+std::string Comparison::describe() const {
+  return fmt::format("max abs error {:.3g}, max rel error {:.3g}, worst element {}, {} outside tolerance: {}",
+                     max_abs_error, max_rel_error, worst_index, violations, within ? "match" : "MISMATCH");
+}
+
+Comparison compare_to_reference(std::span<const float> expected, std::span<const float> actual, Tolerance tol) {
+  if (expected.size() != actual.size()) {
+    throw std::logic_error(fmt::format("compare_to_reference: {} expected values, {} actual", expected.size(),
+                                       actual.size()));
+  }
+  Comparison c;
+  double worst_excess = -1;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const double e = expected[i];
+    const double a = actual[i];
+    const double err = std::isfinite(a) ? std::fabs(a - e) : INFINITY;
+    c.max_abs_error = std::max(c.max_abs_error, err);
+    if (std::fabs(e) >= tol.abs) c.max_rel_error = std::max(c.max_rel_error, err / std::fabs(e));
+    const double excess = err - (tol.abs + tol.rel * std::fabs(e));
+    if (!(excess <= 0)) ++c.violations;
+    if (excess > worst_excess || c.worst_index < 0) {
+      worst_excess = excess;
+      c.worst_index = static_cast<int64_t>(i);
+    }
+  }
+  c.within = c.violations == 0;
+  return c;
+}
+
+ReferenceLayer::ReferenceLayer(const ReferenceShape& s, uint64_t seed) : shape_(s) {
+  const int64_t e = s.router.experts;
+  if (s.hidden < 1 || s.ffn_hidden < 1 || e < 1 || s.router.top_k < 1 || s.router.top_k > e) {
+    throw std::logic_error("ReferenceLayer: bad shape");
+  }
+  if ((s.hidden * s.gemm1_cols() + s.ffn_hidden * s.hidden) * e > kMaxWeights) {
+    throw std::logic_error(fmt::format("ReferenceLayer: hidden {} x ffn {} x {} experts is too large for the "
+                                       "float32 reference (meant for small shapes)",
+                                       s.hidden, s.ffn_hidden, e));
+  }
+  gate_ = uniform_matrix(s.hidden, e, seed, kGateStream);
+  for (int64_t x = 0; x < e; ++x) {
+    w1_.push_back(uniform_matrix(s.hidden, s.gemm1_cols(), seed, kExpertStreamBase + 2 * static_cast<uint64_t>(x)));
+    w2_.push_back(uniform_matrix(s.ffn_hidden, s.hidden, seed, kExpertStreamBase + 2 * static_cast<uint64_t>(x) + 1));
+  }
+}
+
+std::vector<float> ReferenceLayer::make_input(int64_t tokens, uint64_t seed) const {
+  Rng rng(seed, kInputStream);
+  std::vector<float> x(static_cast<size_t>(tokens * shape_.hidden));
+  for (float& v : x) v = static_cast<float>(rng.normal());
+  return x;
+}
+
+Routing ReferenceLayer::route(const std::vector<float>& x) const {
+  if (x.size() % static_cast<size_t>(shape_.hidden) != 0) throw std::logic_error("ReferenceLayer::route: bad input");
+  const int64_t tokens = static_cast<int64_t>(x.size()) / shape_.hidden;
+  return gate_tokens(shape_.router, x, tokens, shape_.hidden, gate_);
+}
+
+void ReferenceLayer::expert_forward(int64_t expert, const float* x, float* y) const {
+  const int64_t h = shape_.hidden, f = shape_.ffn_hidden, f1 = shape_.gemm1_cols();
+  const std::vector<float>& w1m = w1(expert);
+  const std::vector<float>& w2m = w2(expert);
+  std::vector<float> mid(static_cast<size_t>(f1), 0.0f);
+  for (int64_t i = 0; i < h; ++i) {
+    const float xi = x[i];
+    const float* row = w1m.data() + i * f1;
+    for (int64_t c = 0; c < f1; ++c) mid[static_cast<size_t>(c)] += xi * row[c];
+  }
+  // SwiGLU: silu(gate half) * up half; plain: silu.
+  std::vector<float> act(static_cast<size_t>(f));
+  for (int64_t c = 0; c < f; ++c) {
+    const float g = silu(mid[static_cast<size_t>(c)]);
+    act[static_cast<size_t>(c)] = shape_.gated ? g * mid[static_cast<size_t>(f + c)] : g;
+  }
+  for (int64_t c = 0; c < h; ++c) y[c] = 0.0f;
+  for (int64_t i = 0; i < f; ++i) {
+    const float ai = act[static_cast<size_t>(i)];
+    const float* row = w2m.data() + i * h;
+    for (int64_t c = 0; c < h; ++c) y[c] += ai * row[c];
+  }
+}
+
+std::vector<float> ReferenceLayer::forward(const std::vector<float>& x, const Routing& routing) const {
+  const int64_t h = shape_.hidden;
+  if (x.size() != static_cast<size_t>(routing.tokens() * h) || routing.experts() != shape_.router.experts) {
+    throw std::logic_error("ReferenceLayer::forward: input and routing do not match the shape");
+  }
+  std::vector<float> out(x.size(), 0.0f);
+  std::vector<float> y(static_cast<size_t>(h));
+  for (int64_t t = 0; t < routing.tokens(); ++t) {
+    float* o = out.data() + t * h;
+    for (int64_t j = 0; j < routing.top_k(); ++j) {
+      expert_forward(routing.expert(t, j), x.data() + t * h, y.data());
+      const float w = routing.weight(t, j);
+      for (int64_t c = 0; c < h; ++c) o[c] += w * y[static_cast<size_t>(c)];
+    }
+  }
+  return out;
+}
+
+}  // namespace moehub

@@ -1,0 +1,80 @@
+#include "moe/workload.h"
+
+#include <algorithm>
+
+#include "moe/layer_cost.h"
+#include "moe/routing_trace.h"
+#include "moe/synthetic_routing.h"
+
+namespace moehub {
+
+WorkloadConfig WorkloadConfig::from(const Config& c) {
+  WorkloadConfig w;
+  w.gpus = c.integer("run.gpus");
+  w.tokens = c.integer("run.tokens");
+  w.seed = static_cast<uint64_t>(c.integer("run.seed"));
+  w.imbalance_std = c.real("workload.imbalance_std");
+  w.routing_trace = c.string("workload.routing_trace");
+  w.trace_layer = c.integer("workload.trace_layer");
+  w.expert_map = c.integer_list("workload.expert_map");
+  return w;
+}
+
+Workload::Workload(WorkloadConfig config, ModelShape model, Routing routing, TokenPartition tokens,
+                   ExpertPlacement placement)
+    : config_(std::move(config)),
+      model_(std::move(model)),
+      routing_(std::move(routing)),
+      tokens_(tokens),
+      placement_(std::move(placement)),
+      plan_(routing_, tokens_, placement_) {}
+
+Workload Workload::build(const WorkloadConfig& config, const ModelShape& model) {
+  model.validate();
+  TokenPartition tokens(config.tokens, config.gpus);
+  ExpertPlacement placement = ExpertPlacement::from_map_or_contiguous(config.expert_map, model.experts(), config.gpus);
+  Routing routing;
+  if (config.routing_trace.empty()) {
+    routing = generate_synthetic_routing(
+        SyntheticRoutingSpec{config.tokens, model.experts(), model.top_k(), config.imbalance_std, config.seed});
+  } else {
+    routing = read_routing_trace(config.routing_trace,
+                                 TraceExpectation{config.tokens, model.experts(), model.top_k(), config.trace_layer});
+  }
+  return Workload(config, model, std::move(routing), tokens, std::move(placement));
+}
+
+nlohmann::json Workload::summary() const {
+  nlohmann::json j;
+  j["source"] = from_trace() ? "trace" : "synthetic";
+  if (from_trace()) {
+    j["trace_file"] = config_.routing_trace;
+    j["trace_layer"] = config_.trace_layer;
+  } else {
+    j["requested_std"] = config_.imbalance_std;
+  }
+  const std::vector<int64_t> per_expert = routing_.tokens_per_expert();
+  j["measured_std"] = load_std(per_expert);
+  j["routed_rows"] = routing_.rows();
+  j["tokens_per_expert"] = per_expert;
+  j["max_tokens_per_expert"] = *std::max_element(per_expert.begin(), per_expert.end());
+  j["tokens_per_gpu"] = tokens_.counts();
+  std::vector<int64_t> into(static_cast<size_t>(tokens_.gpus()));
+  nlohmann::json matrix = nlohmann::json::array();
+  for (int64_t s = 0; s < tokens_.gpus(); ++s) {
+    into[static_cast<size_t>(s)] = plan_.rows_into(s);
+    std::vector<int64_t> row(static_cast<size_t>(tokens_.gpus()));
+    for (int64_t d = 0; d < tokens_.gpus(); ++d) row[static_cast<size_t>(d)] = plan_.rows(s, d);
+    matrix.push_back(row);
+  }
+  j["rows_into_gpu"] = into;
+  j["rows_src_dst"] = matrix;
+  j["remote_rows"] = plan_.remote_rows();
+  j["remote_fraction"] = plan_.remote_fraction();
+  j["expert_gpu"] = placement_.map();
+  // The busiest GPU's attention (GPU 0 holds the most tokens when N does not divide M).
+  j["attention_per_gpu"] = attention_cost(model_, tokens_.max_count()).to_json();
+  return j;
+}
+
+}  // namespace moehub

@@ -1,0 +1,155 @@
+// End-to-end tests of the workload through `moehub run`: the "workload" section of the JSON
+// report, routing traces given with --routing-trace, and bad inputs (exit 2, one line).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+fs::path scratch_dir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path d = fs::temp_directory_path() /
+               fmt::format("moehub-workload-cli-{}-{}-{}", ::getpid(), info->test_suite_name(), info->name());
+  fs::create_directories(d);
+  return d;
+}
+
+Result moehub(const std::vector<std::string>& args) {
+  const fs::path dir = scratch_dir();
+  std::string cmd = std::string("'") + MOEHUB_BINARY + "'";
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += fmt::format(" >'{}' 2>'{}' </dev/null", (dir / "stdout").string(), (dir / "stderr").string());
+  Result r;
+  const int raw = std::system(cmd.c_str());
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128;
+  r.out = slurp(dir / "stdout");
+  r.err = slurp(dir / "stderr");
+  return r;
+}
+
+nlohmann::json workload_of(const std::vector<std::string>& extra) {
+  std::vector<std::string> args{"run", "--format", "json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const Result r = moehub(args);
+  EXPECT_EQ(r.status, 0) << r.err;
+  if (r.status != 0) return nullptr;
+  return nlohmann::json::parse(r.out)["workload"];
+}
+
+void expect_bad_input(const std::vector<std::string>& args, const std::string& fragment) {
+  const Result r = moehub(args);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("moehub: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(fragment), std::string::npos) << "stderr: " << r.err << "\nexpected: " << fragment;
+}
+
+TEST(WorkloadCli, DefaultRunReportsUniformMixtralRouting) {
+  const auto w = workload_of({});
+  ASSERT_TRUE(w.is_object());
+  EXPECT_EQ(w["source"], "synthetic");
+  EXPECT_EQ(w["measured_std"].get<double>(), 0.0);
+  EXPECT_EQ(w["tokens_per_expert"], std::vector<int64_t>(8, 2048));  // 8192 tokens x top-2 / 8
+  EXPECT_EQ(w["tokens_per_gpu"], std::vector<int64_t>(8, 1024));
+  EXPECT_GT(w["remote_fraction"].get<double>(), 0.8);  // about 7/8 of rows leave their GPU
+  EXPECT_LT(w["remote_fraction"].get<double>(), 0.95);
+  EXPECT_EQ(w["attention_per_gpu"]["tokens"], 1024);
+}
+
+TEST(WorkloadCli, ImbalanceMeasuresBackForThePaperModels) {
+  for (const auto& [model, experts] : std::vector<std::pair<std::string, size_t>>{
+           {"mixtral-8x7b", 8}, {"phi-3.5-moe", 16}, {"qwen2-moe-2.7b", 64}}) {
+    const auto w = workload_of({"--model", model, "--imbalance", "0.032", "--seed", "7"});
+    ASSERT_TRUE(w.is_object()) << model;
+    EXPECT_EQ(w["tokens_per_expert"].size(), experts) << model;
+    EXPECT_NEAR(w["measured_std"].get<double>(), 0.032, 0.0032) << model;
+  }
+}
+
+TEST(WorkloadCli, SeedsChangeTheRoutingDeterministically) {
+  const std::vector<std::string> a{"--imbalance", "0.02", "--seed", "4"};
+  EXPECT_EQ(workload_of(a).dump(), workload_of(a).dump());
+  EXPECT_NE(workload_of(a)["tokens_per_expert"], workload_of({"--imbalance", "0.02", "--seed", "5"})["tokens_per_expert"]);
+}
+
+TEST(WorkloadCli, RoutingTraceFromCsv) {
+  const fs::path file = scratch_dir() / "routing.csv";
+  std::ofstream(file) << "token,layer,experts,weights\n"
+                         "0,0,0;1,0.5;0.5\n1,0,0;2,0.5;0.5\n2,0,0;3,\n3,0,7;6,0.9;0.1\n";
+  const auto w = workload_of({"--routing-trace", file.string(), "--tokens", "4", "--gpus", "2"});
+  ASSERT_TRUE(w.is_object());
+  EXPECT_EQ(w["source"], "trace");
+  EXPECT_EQ(w["tokens_per_expert"], (std::vector<int64_t>{3, 1, 1, 1, 0, 0, 1, 1}));
+  EXPECT_EQ(w["tokens_per_gpu"], (std::vector<int64_t>{2, 2}));
+  // Experts 0-3 on GPU 0, 4-7 on GPU 1: tokens 0, 1 (GPU 0) stay; token 2 (GPU 1) sends 2 rows to
+  // GPU 0; token 3 keeps both on GPU 1.
+  EXPECT_EQ(w["rows_src_dst"], (nlohmann::json{{4, 0}, {2, 2}}));
+  EXPECT_DOUBLE_EQ(w["remote_fraction"].get<double>(), 0.25);
+}
+
+TEST(WorkloadCli, ExplicitExpertMapAllowsMoreGpusThanExperts) {
+  const auto w = workload_of({"--gpus", "16", "--set", "workload.expert_map=[0,2,4,6,8,10,12,14]"});
+  ASSERT_TRUE(w.is_object());
+  EXPECT_EQ(w["expert_gpu"], (std::vector<int64_t>{0, 2, 4, 6, 8, 10, 12, 14}));
+  EXPECT_EQ(w["rows_into_gpu"][1], 0);
+}
+
+TEST(WorkloadCli, BadInputs) {
+  expect_bad_input({"run", "--set", "model.top_k=9"}, "model.top_k: 9 exceeds the number of experts");
+  expect_bad_input({"run", "--gpus", "16"}, "model.experts: 8 experts do not divide over 16 GPUs");
+  expect_bad_input({"run", "--gpus", "16"}, "workload.expert_map");
+  expect_bad_input({"run", "--gpus", "4", "--set", "workload.expert_map=[0,1,2,3,4,5,6,7]"},
+                   "workload.expert_map: entry 4 (expert 4) is GPU 4");
+  expect_bad_input({"run", "--tokens", "4"}, "run.tokens: 4 tokens cannot be partitioned over 8 GPUs");
+  expect_bad_input({"run", "--imbalance", "0.4"}, "workload.imbalance_std: 0.4 is not reachable");
+  expect_bad_input({"run", "--routing-trace", "routing.txt"}, "workload.routing_trace: 'routing.txt': unknown trace format");
+  expect_bad_input({"run", "--routing-trace", "/nonexistent/r.csv"}, "workload.routing_trace: no such file");
+}
+
+TEST(WorkloadCli, BadTracesNameFileAndLine) {
+  const fs::path dir = scratch_dir();
+  const fs::path csv = dir / "bad.csv";
+  std::ofstream(csv) << "token,layer,experts,weights\n0,0,0;1,\n1,0,9;1,\n";
+  expect_bad_input({"run", "--routing-trace", csv.string(), "--tokens", "2", "--gpus", "2"},
+                   csv.string() + ":3: expert id 9 is outside 0..7 (model.experts = 8)");
+  const fs::path jsonl = dir / "bad.jsonl";
+  std::ofstream(jsonl) << "{\"token\": 0, \"layer\": 0, \"experts\": [0, 1]}\n{\"token\": 1, \"layer\": 0, \"experts\": [2\n";
+  expect_bad_input({"run", "--routing-trace", jsonl.string(), "--tokens", "2", "--gpus", "2"},
+                   jsonl.string() + ":2: not a JSON object (malformed line)");
+  const fs::path count = dir / "count.jsonl";
+  std::ofstream(count) << "{\"token\": 0, \"layer\": 0, \"experts\": [0, 1, 2]}\n";
+  expect_bad_input({"run", "--routing-trace", count.string(), "--tokens", "2", "--gpus", "2"},
+                   count.string() + ":1: token 0 lists 3 experts; model.top_k = 2");
+  const fs::path short_trace = dir / "short.csv";
+  std::ofstream(short_trace) << "token,layer,experts,weights\n0,0,0;1,\n";
+  expect_bad_input({"run", "--routing-trace", short_trace.string(), "--tokens", "2", "--gpus", "2"},
+                   short_trace.string() + ": layer 0 lacks token 1");
+}
+
+}  // namespace
