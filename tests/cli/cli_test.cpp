@@ -73,7 +73,7 @@ TEST(CliRun, DefaultJsonHasTheContractSections) {
 }
 
 TEST(CliRun, FlagsAndSetReachTheResolvedConfig) {
-  const Result r = moehub({"run", "--format", "json", "--gpus", "16", "--tokens", "4096", "--imbalance", "0.032",
+  const Result r = moehub({"run", "--format", "json", "--model", "phi-3.5-moe", "--gpus", "16", "--tokens", "4096", "--imbalance", "0.032",
                            "--seed", "9", "--set", "gpu.sm_count=114", "--set", "net.gpu_switch_latency=0.3us"});
   ASSERT_EQ(r.status, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
