@@ -326,7 +326,15 @@ void PacketNetwork::send_on_downlink(uint32_t out, int tc, uint32_t in) {
   const Time arrival = o.busy_until + link_latency_;
   s.ready_ps = arrival.ps();
   push(ingress(dst, plane, tc), id);
-  sim_.schedule_at(arrival, [this, dst, plane, tc] { on_ingress(dst, plane, tc); });
+  schedule_ingress_wake(dst, plane, tc, arrival);
+}
+
+// One pending delivery event per ingress queue (not per packet) keeps the event heap small.
+void PacketNetwork::schedule_ingress_wake(int gpu, int plane, int tc, Time at) {
+  Queue& q = ingress(gpu, plane, tc);
+  if (at.ps() >= q.wake_at) return;
+  q.wake_at = at.ps();
+  sim_.schedule_at(at, [this, gpu, plane, tc] { on_ingress(gpu, plane, tc); });
 }
 
 // ---------------------------------------------------------------- ingress: buffer -> receiver
@@ -336,10 +344,14 @@ void PacketNetwork::on_ingress(int gpu, int plane, int tc) {
   Port& port = ports_[static_cast<size_t>(gpu)];
   const size_t link = static_cast<size_t>(gpu) * s_ + static_cast<size_t>(plane);
   const uint32_t out = static_cast<uint32_t>(plane) * n_ + static_cast<uint32_t>(gpu);
+  if (sim_.now().ps() >= q.wake_at) q.wake_at = INT64_MAX;
   while (!q.empty()) {
     const Time now = sim_.now();
     Slot& head = pool_[q.head];
-    if (head.ready_ps > now.ps()) break;
+    if (head.ready_ps > now.ps()) {
+      schedule_ingress_wake(gpu, plane, tc, Time::from_ps(head.ready_ps));
+      break;
+    }
     bool ack = false;
     if (tc == 0) {
       if (ingress_blocked_[link] != kFree) break;

@@ -73,6 +73,7 @@ class PacketNetwork final : public Network {
     uint32_t head = kNil;
     uint32_t tail = kNil;
     uint32_t flits = 0;
+    int64_t wake_at = INT64_MAX;  // ingress queues: earliest pending delivery event
     bool empty() const { return head == kNil; }
   };
   struct Uplink {  // GPU g -> plane s
@@ -117,6 +118,7 @@ class PacketNetwork final : public Network {
   void schedule_output_wake(uint32_t output, Time at);
   void on_output_wake(uint32_t output);
   void on_ingress(int gpu, int plane, int tc);
+  void schedule_ingress_wake(int gpu, int plane, int tc, Time at);
   void retry_ingress(int gpu, Blocked reason);
 
   Queue& egress(int gpu, int tc) { return egress_[static_cast<size_t>(gpu) * 2 + static_cast<size_t>(tc)]; }
