@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "net/transfer_engine.h"
+#include "sim/error.h"
 
 namespace moehub {
 
@@ -25,7 +26,8 @@ PacketNetwork::PacketNetwork(const NetConfig& config, Simulator& sim, TraceRecor
   cfg_.validate();
   n_ = static_cast<uint32_t>(cfg_.gpus);
   s_ = static_cast<uint32_t>(cfg_.planes);
-  if (s_ > 255) throw std::logic_error("PacketNetwork: more than 255 planes");
+  if (s_ > 255) throw UserError("net.switch_planes", "the packet fidelity supports up to 255 planes");
+  if (n_ > 64) throw UserError("run.gpus", "the packet fidelity supports up to 64 GPUs; use net.fidelity = \"flow\"");
   egress_cap_[0] = cfg_.buffer_flits(cfg_.egress_buffer_bytes);
   egress_cap_[1] = cfg_.buffer_flits(cfg_.response_buffer_bytes);
   ack_flits_ = cfg_.wire_flits(0);
@@ -217,6 +219,7 @@ void PacketNetwork::send_on_uplink(int gpu, int tc) {
   const Time ready = Time::from_ps(s.ready_ps);
   push(voq(s.plane, static_cast<uint32_t>(gpu), dst, tc), id);
   ++outputs_[out].pending;
+  outputs_[out].occupied[tc] |= 1ULL << gpu;
   schedule_output_wake(out, max(ready, outputs_[out].busy_until));
 }
 
@@ -264,23 +267,26 @@ void PacketNetwork::arbitrate(uint32_t out) {
     const uint32_t avail = o.credits.available(tc, now);
     int64_t best = -1;
     int best_priority = -1;
-    uint32_t in = o.rr;
-    for (uint32_t k = 0; k < n_; ++k) {  // round-robin from the input after the last grant
-      if (++in == n_) in = 0;
-      const Queue& q = voq(plane, in, dst, tc);
-      if (q.empty()) continue;
-      const Slot& h = pool_[q.head];
-      if (h.ready_ps > now.ps()) {
-        if (h.ready_ps < earliest) earliest = h.ready_ps;
-        continue;
-      }
-      if (h.flits > avail) {
-        credit_blocked = true;
-        continue;
-      }
-      if (static_cast<int>(h.pkt.priority) > best_priority) {
-        best = in;
-        best_priority = h.pkt.priority;
+    // Round-robin from the input after the last grant, visiting only non-empty VOQs.
+    const uint64_t occupied = o.occupied[tc];
+    const uint64_t after = o.rr + 1 < 64 ? occupied & (~0ULL << (o.rr + 1)) : 0;
+    for (uint64_t pass : {after, occupied & ~after}) {
+      while (pass) {
+        const uint32_t in = static_cast<uint32_t>(__builtin_ctzll(pass));
+        pass &= pass - 1;
+        const Slot& h = pool_[voq(plane, in, dst, tc).head];
+        if (h.ready_ps > now.ps()) {
+          if (h.ready_ps < earliest) earliest = h.ready_ps;
+          continue;
+        }
+        if (h.flits > avail) {
+          credit_blocked = true;
+          continue;
+        }
+        if (static_cast<int>(h.pkt.priority) > best_priority) {
+          best = in;
+          best_priority = h.pkt.priority;
+        }
       }
     }
     if (best >= 0) {
@@ -303,7 +309,9 @@ void PacketNetwork::send_on_downlink(uint32_t out, int tc, uint32_t in) {
   Output& o = outputs_[out];
   const int plane = static_cast<int>(out / n_);
   const int dst = static_cast<int>(out % n_);
-  const uint32_t id = pop(voq(plane, in, static_cast<uint32_t>(dst), tc));
+  Queue& q = voq(plane, in, static_cast<uint32_t>(dst), tc);
+  const uint32_t id = pop(q);
+  if (q.empty()) o.occupied[tc] &= ~(1ULL << in);
   --o.pending;
   Slot& s = pool_[id];
   const Time ser = ser_[s.flits];

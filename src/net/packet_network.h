@@ -87,6 +87,7 @@ class PacketNetwork final : public Network {
     DelayedCredits credits;  // toward the GPU ingress buffer
     uint32_t rr = 0;         // last input granted
     uint32_t pending = 0;    // packets in this output's virtual output queues
+    uint64_t occupied[2] = {0, 0};  // per class: bit i set if input i's VOQ is not empty
     int64_t wake_at = INT64_MAX;
     bool waiting = false;
     LinkStats stats;
