@@ -1,0 +1,133 @@
+#include "net/collectives.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include "net/packet_network.h"
+
+namespace moehub {
+
+NcclConfig NcclConfig::from(const Config& c) {
+  NcclConfig n;
+  n.chunk_bytes = c.bytes("net.nccl_chunk_bytes");
+  n.steps = static_cast<int>(c.integer("net.nccl_steps"));
+  n.channels_per_peer = static_cast<int>(c.integer("net.nccl_channels_per_peer"));
+  return n;
+}
+
+std::vector<int> nccl_p2p_deltas(int n) {
+  int pow2 = 1;
+  while (pow2 < n) pow2 <<= 1;
+  std::vector<int> deltas;
+  int delta = 0;
+  for (int r = 0; static_cast<int>(deltas.size()) < n; ++r) {
+    if (delta < n) deltas.push_back(delta);
+    delta = (delta + r + 1) % pow2;
+  }
+  return deltas;
+}
+
+AllToAll::AllToAll(Network& net, Simulator& sim, const NcclConfig& config) : net_(net), sim_(sim), cfg_(config) {
+  if (cfg_.chunk_bytes == 0 || cfg_.steps < 1 || cfg_.channels_per_peer < 1) {
+    throw std::logic_error("AllToAll: chunk, steps and channels must be positive");
+  }
+  // The receiver's head (slot freed) update is a store crossing the fabric back to the sender.
+  slot_return_ = net.config().unloaded_packet_latency(0);
+}
+
+std::vector<std::vector<uint64_t>> AllToAll::uniform(int gpus, uint64_t bytes_per_gpu) {
+  std::vector<std::vector<uint64_t>> m(static_cast<size_t>(gpus), std::vector<uint64_t>(static_cast<size_t>(gpus), 0));
+  if (gpus < 2) return m;
+  const uint64_t peers = static_cast<uint64_t>(gpus - 1);
+  for (int s = 0; s < gpus; ++s) {
+    for (int k = 1; k < gpus; ++k) {
+      const int d = (s + k) % gpus;
+      // The first bytes_per_gpu % peers peers (in ring order) take one extra byte.
+      m[static_cast<size_t>(s)][static_cast<size_t>(d)] =
+          bytes_per_gpu / peers + (static_cast<uint64_t>(k - 1) < bytes_per_gpu % peers ? 1 : 0);
+    }
+  }
+  return m;
+}
+
+void AllToAll::start(std::vector<std::vector<uint64_t>> bytes, int priority, Callback on_complete) {
+  const int n = net_.config().gpus;
+  if (static_cast<int>(bytes.size()) != n) throw std::logic_error("AllToAll: matrix is not gpus x gpus");
+  if (started_ && outstanding_bytes_ > 0) throw std::logic_error("AllToAll: previous collective still running");
+  started_ = true;
+  priority_ = priority;
+  on_complete_ = std::move(on_complete);
+  conns_.clear();
+  outstanding_bytes_ = 0;
+  const uint32_t packet = net_.config().max_payload_bytes;
+  const std::vector<int> deltas = nccl_p2p_deltas(n);
+  // Rounds in NCCL order; round 0 is the self copy, which does not use the fabric.
+  for (size_t r = 1; r < deltas.size(); ++r) {
+    for (int src = 0; src < n; ++src) {
+      const int dst = (src + deltas[r]) % n;
+      const uint64_t total = bytes[static_cast<size_t>(src)].at(static_cast<size_t>(dst));
+      if (total == 0) continue;  // NCCL skips zero-size sends
+      // Split over channels in whole packets, so no channel adds a partial packet of its own.
+      const uint64_t per = (total + static_cast<uint64_t>(cfg_.channels_per_peer) - 1) / static_cast<uint64_t>(cfg_.channels_per_peer);
+      const uint64_t share = (per + packet - 1) / packet * packet;
+      for (uint64_t off = 0; off < total; off += share) {
+        conns_.push_back(Connection{src, dst, std::min(share, total - off), 0});
+        outstanding_bytes_ += conns_.back().left;
+      }
+    }
+  }
+  if (outstanding_bytes_ == 0) {
+    finish_ = sim_.now();
+    sim_.schedule_in(Time::zero(), std::move(on_complete_));
+    return;
+  }
+  for (size_t c = 0; c < conns_.size(); ++c) issue(c);
+}
+
+void AllToAll::issue(size_t c) {
+  Connection& conn = conns_[c];
+  while (conn.left > 0 && conn.in_flight < cfg_.steps) {
+    const uint64_t chunk = std::min(conn.left, cfg_.chunk_bytes);
+    conn.left -= chunk;
+    ++conn.in_flight;
+    net_.transfer(conn.src, conn.dst, chunk, priority_, [this, c, chunk] { chunk_delivered(c, chunk); });
+  }
+}
+
+void AllToAll::chunk_delivered(size_t c, uint64_t bytes) {
+  outstanding_bytes_ -= bytes;
+  if (outstanding_bytes_ == 0) {
+    finish_ = sim_.now();
+    Callback done = std::move(on_complete_);
+    done();
+    return;
+  }
+  if (conns_[c].left == 0) {
+    --conns_[c].in_flight;
+    return;
+  }
+  sim_.schedule_in(slot_return_, [this, c] {
+    --conns_[c].in_flight;
+    issue(c);
+  });
+}
+
+void thread_block_put(Network& net, int src, int dst, uint64_t bytes, uint32_t store_bytes, int priority,
+                      Callback on_complete) {
+  if (store_bytes == 0 || store_bytes > net.config().max_payload_bytes) {
+    throw std::logic_error("thread_block_put: store size must be 1..net.max_payload_bytes");
+  }
+  PacketNetwork* packets = net.packets();
+  if (!packets) {
+    net.transfer(src, dst, bytes, priority, std::move(on_complete));
+    return;
+  }
+  StreamOptions o;
+  o.packet_payload = store_bytes;
+  o.kind = PacketKind::Write;
+  o.complete_on_ack = net.config().write_ack;
+  packets->stream(src, dst, bytes, priority, o, std::move(on_complete));
+}
+
+}  // namespace moehub

@@ -1,0 +1,76 @@
+#pragma once
+// Collectives the MoE systems use, on the transfer and packet interfaces:
+//  - NCCL-style all-to-all(v) (docs/research/systems.md section 7): the quadratic peer order
+//    of NCCL's p2p schedule (7.2); each peer's data split over `channels_per_peer` connections
+//    (7.3); each connection moves 512 KiB chunks through a FIFO of `steps` slots (7.4), so at
+//    most `steps` chunks are in flight per connection and a slot is reused only after the
+//    receiver's head update has crossed back to the sender; the self copy stays off the fabric.
+//  - one-sided puts issued by a thread block: stores of at most max_payload bytes, complete
+//    when every store is acknowledged (put + quiet).
+
+#include <cstdint>
+#include <vector>
+
+#include "config/config.h"
+#include "net/network.h"
+#include "sim/callback.h"
+#include "sim/simulator.h"
+
+namespace moehub {
+
+struct NcclConfig {
+  uint64_t chunk_bytes = 512 * 1024;
+  int steps = 8;
+  int channels_per_peer = 4;
+  static NcclConfig from(const Config& config);
+};
+
+// Peer offsets in NCCL's p2p schedule for n ranks: delta_0 = 0, delta_{r+1} = (delta_r + r + 1)
+// mod pow2up(n), skipping values >= n. Round r sends to rank + delta_r and receives from
+// rank - delta_r. For n = 8: 0 1 3 6 2 7 5 4.
+std::vector<int> nccl_p2p_deltas(int n);
+
+class AllToAll {
+ public:
+  AllToAll(Network& net, Simulator& sim, const NcclConfig& config);
+  AllToAll(const AllToAll&) = delete;
+  AllToAll& operator=(const AllToAll&) = delete;
+
+  // bytes[src][dst] payload bytes from every GPU to every GPU (all-to-all-v). `on_complete`
+  // runs when the last byte has been delivered. One collective at a time per object.
+  void start(std::vector<std::vector<uint64_t>> bytes, int priority, Callback on_complete);
+  // Uniform all-to-all: every GPU spreads `bytes_per_gpu` evenly over the other GPUs.
+  static std::vector<std::vector<uint64_t>> uniform(int gpus, uint64_t bytes_per_gpu);
+
+  bool finished() const { return outstanding_bytes_ == 0 && started_; }
+  Time finish_time() const { return finish_; }
+
+ private:
+  struct Connection {
+    int src = 0;
+    int dst = 0;
+    uint64_t left = 0;  // bytes not yet handed to the network
+    int in_flight = 0;
+  };
+  void issue(size_t conn);
+  void chunk_delivered(size_t conn, uint64_t bytes);
+
+  Network& net_;
+  Simulator& sim_;
+  NcclConfig cfg_;
+  Time slot_return_;
+  std::vector<Connection> conns_;
+  uint64_t outstanding_bytes_ = 0;
+  int priority_ = 0;
+  bool started_ = false;
+  Time finish_;
+  Callback on_complete_;
+};
+
+// A thread block's one-sided put of `bytes` from src to dst, as stores of `store_bytes`
+// (<= net.max_payload_bytes). Completes when every store is acknowledged (or delivered, with
+// write acks off, or in the flow fidelity, which has no packets).
+void thread_block_put(Network& net, int src, int dst, uint64_t bytes, uint32_t store_bytes, int priority,
+                      Callback on_complete);
+
+}  // namespace moehub

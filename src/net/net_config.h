@@ -1,0 +1,56 @@
+#pragma once
+// The interconnect's configuration: topology (GPUs, switch planes, links), rates, latencies,
+// packet format and buffer sizes. Built from a resolved Config by `from`, or by hand in tests;
+// `validate` rejects what cannot be built, naming the key at fault.
+
+#include <cstdint>
+
+#include "config/config.h"
+#include "sim/bandwidth.h"
+#include "sim/time.h"
+
+namespace moehub {
+
+enum class NetFidelity { Packet, Flow };
+
+struct NetConfig {
+  int gpus = 8;
+  int planes = 4;               // switch chips; every GPU has links to every plane
+  int links_per_gpu = 8;        // spread evenly: links_per_gpu / planes links to each plane
+  int switch_ports = 64;        // GPU-facing ports per switch chip
+  Bandwidth gpu_bandwidth;      // per GPU, per direction, summed over planes
+  Time gpu_switch_latency;      // one way, GPU port to switch (and back)
+  Time switch_latency;          // switch input to output
+  uint32_t flit_bytes = 16;
+  uint32_t max_payload_bytes = 128;
+  uint32_t header_flits = 1;
+  uint64_t egress_buffer_bytes = 0;
+  uint64_t switch_buffer_bytes = 0;
+  uint64_t ingress_buffer_bytes = 0;
+  uint64_t response_buffer_bytes = 0;
+  bool write_ack = true;
+  NetFidelity fidelity = NetFidelity::Packet;
+
+  // `gpus` is the experiment's run.gpus (the net section does not own it).
+  static NetConfig from(const Config& config, int gpus);
+  // Throws UserError naming the key of the first problem.
+  void validate() const;
+
+  // ceil(payload / flit) + header flits.
+  uint32_t wire_flits(uint32_t payload_bytes) const {
+    return (payload_bytes + flit_bytes - 1) / flit_bytes + header_flits;
+  }
+  // Bytes on the wire for `bytes` of payload cut into max-size packets.
+  uint64_t wire_bytes(uint64_t payload_bytes) const;
+  uint64_t packets_for(uint64_t payload_bytes) const {
+    return (payload_bytes + max_payload_bytes - 1) / max_payload_bytes;
+  }
+  // Per-direction rate of one GPU's links to one plane.
+  Bandwidth plane_bandwidth() const { return gpu_bandwidth.scaled(1, static_cast<uint64_t>(planes)); }
+  uint32_t buffer_flits(uint64_t bytes) const { return static_cast<uint32_t>(bytes / flit_bytes); }
+  // One packet's time from the first bit leaving the GPU to its arrival at the destination,
+  // with no contention: serialise, cross to the switch, traverse, serialise, cross to the GPU.
+  Time unloaded_packet_latency(uint32_t payload_bytes) const;
+};
+
+}  // namespace moehub

@@ -1,0 +1,75 @@
+#pragma once
+// What crosses the NVLink fabric, and the interfaces through which upper layers send packets,
+// receive them, and hear about acknowledgements and buffer room.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace moehub {
+
+enum class PacketKind : uint8_t { Write, Ack, ReadRequest, ReadResponse, RowSparseWrite, Flag };
+
+const char* packet_kind_name(PacketKind k);
+
+// Requests and responses travel in separate traffic classes with separate buffer space, so
+// that a response (which the receiver must always be able to sink) never waits behind a
+// request: the classic cure for protocol deadlock.
+enum class TrafficClass : uint8_t { Request = 0, Response = 1 };
+constexpr TrafficClass traffic_class(PacketKind k) {
+  return k == PacketKind::Ack || k == PacketKind::ReadResponse ? TrafficClass::Response : TrafficClass::Request;
+}
+// Kinds that write the destination's memory; these are acknowledged when net.write_ack is on.
+constexpr bool is_write(PacketKind k) {
+  return k == PacketKind::Write || k == PacketKind::RowSparseWrite || k == PacketKind::Flag;
+}
+
+class PacketClient;
+
+struct Packet {
+  int32_t src = 0;
+  int32_t dst = 0;
+  uint32_t payload_bytes = 0;
+  PacketKind kind = PacketKind::Write;
+  // Higher wins at switch output arbitration (ties: round-robin over inputs).
+  uint8_t priority = 0;
+  // Opaque to the network; an ack carries the cookie of the write it acknowledges.
+  uint64_t cookie = 0;
+  // The sender-side owner told about delivery and acks (non-owning; may be null).
+  PacketClient* client = nullptr;
+  // Real bytes in functional mode; null (free) in timing-only runs.
+  std::shared_ptr<const std::vector<std::byte>> data;
+};
+
+// Sender side: hears about its packets. Calls come from inside the network's events.
+class PacketClient {
+ public:
+  virtual ~PacketClient() = default;
+  // The destination's receiver accepted the packet (simulator bookkeeping: the sender itself
+  // learns of it only through an ack).
+  virtual void on_delivered(const Packet&) {}
+  // An ack for one of this client's writes arrived back at the sender; `ack.cookie` is the
+  // write's cookie, `ack.src` the GPU that received the write.
+  virtual void on_ack(const Packet&) {}
+};
+
+// Destination side: one per GPU (the GPU memory model, or the hub's AAU/DAM in front of it).
+class PacketReceiver {
+ public:
+  virtual ~PacketReceiver() = default;
+  // Asked before delivering a request-class packet. Returning false keeps it (and every packet
+  // behind it on that link) in the ingress buffer, holding its credits, until the receiver
+  // calls PacketNetwork::resume_ingress(gpu). Response-class packets are always accepted.
+  virtual bool can_accept(const Packet&) { return true; }
+  virtual void deliver(Packet&& packet) = 0;
+};
+
+// Told once when a GPU's egress FIFO has room again after an injection was refused.
+class RoomListener {
+ public:
+  virtual ~RoomListener() = default;
+  virtual void on_room(int gpu) = 0;
+};
+
+}  // namespace moehub

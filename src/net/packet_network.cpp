@@ -1,0 +1,483 @@
+#include "net/packet_network.h"
+
+#include <fmt/format.h>
+#include <stdexcept>
+#include <utility>
+
+#include "net/transfer_engine.h"
+#include "sim/error.h"
+
+namespace moehub {
+
+const char* packet_kind_name(PacketKind k) {
+  switch (k) {
+    case PacketKind::Write: return "write";
+    case PacketKind::Ack: return "ack";
+    case PacketKind::ReadRequest: return "read_request";
+    case PacketKind::ReadResponse: return "read_response";
+    case PacketKind::RowSparseWrite: return "rowsp_write";
+    case PacketKind::Flag: return "flag";
+  }
+  return "?";
+}
+
+PacketNetwork::PacketNetwork(const NetConfig& config, Simulator& sim, TraceRecorder* trace)
+    : cfg_(config), sim_(sim), trace_(trace) {
+  cfg_.validate();
+  n_ = static_cast<uint32_t>(cfg_.gpus);
+  s_ = static_cast<uint32_t>(cfg_.planes);
+  if (s_ > 255) throw UserError("net.switch_planes", "the packet fidelity supports up to 255 planes");
+  if (n_ > 64) throw UserError("run.gpus", "the packet fidelity supports up to 64 GPUs; use net.fidelity = \"flow\"");
+  egress_cap_[0] = cfg_.buffer_flits(cfg_.egress_buffer_bytes);
+  egress_cap_[1] = cfg_.buffer_flits(cfg_.response_buffer_bytes);
+  ack_flits_ = cfg_.wire_flits(0);
+  link_latency_ = cfg_.gpu_switch_latency;
+  hop_to_output_ = cfg_.gpu_switch_latency + cfg_.switch_latency;
+  const uint32_t max_flits = cfg_.wire_flits(cfg_.max_payload_bytes);
+  ser_.resize(max_flits + 1);
+  for (uint32_t f = 0; f <= max_flits; ++f) {
+    ser_[f] = cfg_.plane_bandwidth().transfer_time(static_cast<uint64_t>(f) * cfg_.flit_bytes);
+  }
+  coalesce_ = ser_[max_flits];
+
+  egress_.resize(static_cast<size_t>(n_) * 2);
+  next_plane_.assign(static_cast<size_t>(n_) * n_, 0);
+  uplinks_.resize(static_cast<size_t>(n_) * s_);
+  for (auto& u : uplinks_) {
+    u.credits.init(cfg_.buffer_flits(cfg_.switch_buffer_bytes), cfg_.buffer_flits(cfg_.response_buffer_bytes));
+  }
+  voq_.resize(static_cast<size_t>(s_) * n_ * n_ * 2);
+  outputs_.resize(static_cast<size_t>(s_) * n_);
+  for (auto& o : outputs_) {
+    o.credits.init(cfg_.buffer_flits(cfg_.ingress_buffer_bytes), cfg_.buffer_flits(cfg_.response_buffer_bytes));
+  }
+  ingress_.resize(static_cast<size_t>(n_) * s_ * 2);
+  ingress_blocked_.assign(static_cast<size_t>(n_) * s_, kFree);
+  ports_.resize(n_);
+  pool_.reserve(1024);
+  engine_ = std::make_unique<TransferEngine>(*this, sim_);
+  if (trace_) {
+    for (uint32_t s = 0; s < s_; ++s) trace_->name_process(1000 + static_cast<int>(s), fmt::format("NVSwitch {}", s));
+  }
+}
+
+PacketNetwork::~PacketNetwork() = default;
+
+// ---------------------------------------------------------------- pool and queues
+
+uint32_t PacketNetwork::alloc_slot() {
+  if (free_head_ != kNil) {
+    const uint32_t id = free_head_;
+    free_head_ = pool_[id].next;
+    pool_[id].next = kNil;
+    return id;
+  }
+  pool_.emplace_back();
+  return static_cast<uint32_t>(pool_.size() - 1);
+}
+
+void PacketNetwork::push(Queue& q, uint32_t id) {
+  Slot& s = pool_[id];
+  s.next = kNil;
+  if (q.tail == kNil) {
+    q.head = id;
+  } else {
+    pool_[q.tail].next = id;
+  }
+  q.tail = id;
+  q.flits += s.flits;
+}
+
+uint32_t PacketNetwork::pop(Queue& q) {
+  const uint32_t id = q.head;
+  Slot& s = pool_[id];
+  q.head = s.next;
+  if (q.head == kNil) q.tail = kNil;
+  q.flits -= s.flits;
+  s.next = kNil;
+  return id;
+}
+
+// ---------------------------------------------------------------- injection
+
+bool PacketNetwork::can_inject(int gpu, uint32_t payload_bytes, PacketKind kind) const {
+  const int tc = static_cast<int>(traffic_class(kind));
+  const Queue& q = egress_[static_cast<size_t>(gpu) * 2 + static_cast<size_t>(tc)];
+  return q.flits + cfg_.wire_flits(payload_bytes) <= egress_cap_[tc];
+}
+
+void PacketNetwork::inject(Packet&& p) {
+  if (p.src < 0 || p.dst < 0 || static_cast<uint32_t>(p.src) >= n_ || static_cast<uint32_t>(p.dst) >= n_) {
+    throw std::logic_error(fmt::format("PacketNetwork::inject: GPU {} -> {} outside 0..{}", p.src, p.dst, n_ - 1));
+  }
+  if (p.src == p.dst) throw std::logic_error("PacketNetwork::inject: a GPU does not send packets to itself");
+  if (p.payload_bytes > cfg_.max_payload_bytes) throw std::logic_error("PacketNetwork::inject: payload above net.max_payload_bytes");
+  if (!can_inject(p.src, p.payload_bytes, p.kind)) throw std::logic_error("PacketNetwork::inject: egress FIFO full");
+  const int src = p.src;
+  const int tc = static_cast<int>(traffic_class(p.kind));
+  const uint32_t id = alloc_slot();
+  Slot& s = pool_[id];
+  s.flits = static_cast<uint16_t>(cfg_.wire_flits(p.payload_bytes));
+  s.tc = static_cast<uint8_t>(tc);
+  // Per-destination round-robin over the planes: consecutive packets to one destination take
+  // consecutive planes, like the GPU's address interleaving of 128 B lines over its NVLinks.
+  uint8_t& rr = next_plane_[static_cast<size_t>(src) * n_ + static_cast<size_t>(p.dst)];
+  s.plane = rr;
+  rr = static_cast<uint8_t>(rr + 1u == s_ ? 0 : rr + 1);
+  s.pkt = std::move(p);
+  Queue& q = egress(src, tc);
+  push(q, id);
+  Port& port = ports_[static_cast<size_t>(src)];
+  if (q.flits > port.peak_flits) port.peak_flits = q.flits;
+  ++port.injected;
+  ++injected_packets_;
+  pump(src);
+}
+
+void PacketNetwork::request_room(int gpu, RoomListener* listener) {
+  auto& ls = ports_[static_cast<size_t>(gpu)].listeners;
+  for (auto* l : ls) {
+    if (l == listener) return;
+  }
+  ls.push_back(listener);
+}
+
+void PacketNetwork::set_receiver(int gpu, PacketReceiver* receiver) { ports_[static_cast<size_t>(gpu)].receiver = receiver; }
+
+// ---------------------------------------------------------------- egress: FIFO -> uplinks
+
+void PacketNetwork::pump(int gpu) {
+  Port& port = ports_[static_cast<size_t>(gpu)];
+  if (port.pumping) {
+    port.repump = true;
+    return;
+  }
+  port.pumping = true;
+  Time wake = Time::max();
+  do {
+    port.repump = false;
+    bool popped[2] = {false, false};
+    for (;;) {
+      bool sent = false;
+      for (int tc = 1; tc >= 0; --tc) {  // responses first: they are small and unblock senders
+        Queue& q = egress(gpu, tc);
+        if (q.empty()) continue;
+        const Slot& head = pool_[q.head];
+        Uplink& up = uplinks_[static_cast<size_t>(gpu) * s_ + head.plane];
+        const Time now = sim_.now();
+        if (up.busy_until > now) {
+          wake = min(wake, up.busy_until);
+          continue;
+        }
+        if (up.credits.available(tc, now) < head.flits) {
+          // Head-of-line blocking: nothing behind this packet may pass it.
+          up.waiting = true;
+          up.stats.stall(now);
+          wake = min(wake, up.credits.next_return());
+          continue;
+        }
+        send_on_uplink(gpu, tc);
+        popped[tc] = true;
+        sent = true;
+      }
+      if (!sent) break;
+    }
+    if (popped[1] && port.ack_room_wanted) {
+      port.ack_room_wanted = false;
+      retry_ingress(gpu, kByAckRoom);
+    }
+    if (popped[0] && !port.listeners.empty()) {
+      port.notifying.swap(port.listeners);
+      for (RoomListener* l : port.notifying) l->on_room(gpu);
+      port.notifying.clear();
+    }
+  } while (port.repump);
+  port.pumping = false;
+  // A wake may have been asked for a plane that a later iteration used: harmless, pump re-checks.
+  if (wake != Time::max()) schedule_egress_wake(gpu, wake);
+}
+
+void PacketNetwork::send_on_uplink(int gpu, int tc) {
+  const Time now = sim_.now();
+  const uint32_t id = pop(egress(gpu, tc));
+  Slot& s = pool_[id];
+  Uplink& up = uplinks_[static_cast<size_t>(gpu) * s_ + s.plane];
+  up.credits.take(tc, s.flits);
+  up.waiting = false;
+  const Time ser = ser_[s.flits];
+  up.busy_until = now + ser;
+  up.stats.record_send(now, ser, s.flits * cfg_.flit_bytes, s.pkt.payload_bytes);
+  const uint32_t occupancy = up.credits.in_use(0) + up.credits.in_use(1);
+  if (occupancy > up.stats.peak_buffer_flits) up.stats.peak_buffer_flits = occupancy;
+  if (trace_) {
+    up.stats.trace_busy(trace_, gpu, trace_->track(gpu, fmt::format("link to sw{}", s.plane)), now, up.busy_until, coalesce_);
+  }
+  // Store and forward: eligible at the switch output once fully received and traversed.
+  s.ready_ps = (up.busy_until + hop_to_output_).ps();
+  const uint32_t dst = static_cast<uint32_t>(s.pkt.dst);
+  const uint32_t out = s.plane * n_ + dst;
+  const Time ready = Time::from_ps(s.ready_ps);
+  push(voq(s.plane, static_cast<uint32_t>(gpu), dst, tc), id);
+  ++outputs_[out].pending;
+  outputs_[out].occupied[tc] |= 1ULL << gpu;
+  schedule_output_wake(out, max(ready, outputs_[out].busy_until));
+}
+
+void PacketNetwork::schedule_egress_wake(int gpu, Time at) {
+  Port& port = ports_[static_cast<size_t>(gpu)];
+  if (at.ps() >= port.wake_at) return;  // an earlier wake re-checks and asks again
+  port.wake_at = at.ps();
+  sim_.schedule_at(at, [this, gpu] { on_egress_wake(gpu); });
+}
+
+void PacketNetwork::on_egress_wake(int gpu) {
+  Port& port = ports_[static_cast<size_t>(gpu)];
+  if (sim_.now().ps() >= port.wake_at) port.wake_at = INT64_MAX;
+  pump(gpu);
+}
+
+// ---------------------------------------------------------------- switch: VOQs -> output links
+
+void PacketNetwork::schedule_output_wake(uint32_t out, Time at) {
+  Output& o = outputs_[out];
+  if (at.ps() >= o.wake_at) return;
+  o.wake_at = at.ps();
+  sim_.schedule_at(at, [this, out] { on_output_wake(out); });
+}
+
+void PacketNetwork::on_output_wake(uint32_t out) {
+  Output& o = outputs_[out];
+  if (sim_.now().ps() >= o.wake_at) o.wake_at = INT64_MAX;
+  arbitrate(out);
+}
+
+void PacketNetwork::arbitrate(uint32_t out) {
+  Output& o = outputs_[out];
+  const Time now = sim_.now();
+  if (o.pending == 0) return;
+  if (o.busy_until > now) {
+    schedule_output_wake(out, o.busy_until);
+    return;
+  }
+  const int plane = static_cast<int>(out / n_);
+  const uint32_t dst = out % n_;
+  int64_t earliest = INT64_MAX;
+  bool credit_blocked = false;
+  for (int tc = 1; tc >= 0; --tc) {  // responses first (strict priority class)
+    const uint32_t avail = o.credits.available(tc, now);
+    int64_t best = -1;
+    int best_priority = -1;
+    // Round-robin from the input after the last grant, visiting only non-empty VOQs.
+    const uint64_t occupied = o.occupied[tc];
+    const uint64_t after = o.rr + 1 < 64 ? occupied & (~0ULL << (o.rr + 1)) : 0;
+    for (uint64_t pass : {after, occupied & ~after}) {
+      while (pass) {
+        const uint32_t in = static_cast<uint32_t>(__builtin_ctzll(pass));
+        pass &= pass - 1;
+        const Slot& h = pool_[voq(plane, in, dst, tc).head];
+        if (h.ready_ps > now.ps()) {
+          if (h.ready_ps < earliest) earliest = h.ready_ps;
+          continue;
+        }
+        if (h.flits > avail) {
+          credit_blocked = true;
+          continue;
+        }
+        if (static_cast<int>(h.pkt.priority) > best_priority) {
+          best = in;
+          best_priority = h.pkt.priority;
+        }
+      }
+    }
+    if (best >= 0) {
+      send_on_downlink(out, tc, static_cast<uint32_t>(best));
+      if (o.pending > 0) schedule_output_wake(out, o.busy_until);
+      return;
+    }
+  }
+  if (credit_blocked) {
+    o.waiting = true;
+    o.stats.stall(now);
+    const Time ret = o.credits.next_return();
+    if (ret.ps() < earliest) earliest = ret.ps();
+  }
+  if (earliest != INT64_MAX) schedule_output_wake(out, Time::from_ps(earliest));
+}
+
+void PacketNetwork::send_on_downlink(uint32_t out, int tc, uint32_t in) {
+  const Time now = sim_.now();
+  Output& o = outputs_[out];
+  const int plane = static_cast<int>(out / n_);
+  const int dst = static_cast<int>(out % n_);
+  Queue& q = voq(plane, in, static_cast<uint32_t>(dst), tc);
+  const uint32_t id = pop(q);
+  if (q.empty()) o.occupied[tc] &= ~(1ULL << in);
+  --o.pending;
+  Slot& s = pool_[id];
+  const Time ser = ser_[s.flits];
+  o.busy_until = now + ser;
+  o.rr = in;
+  o.waiting = false;
+  o.credits.take(tc, s.flits);
+  o.stats.record_send(now, ser, s.flits * cfg_.flit_bytes, s.pkt.payload_bytes);
+  const uint32_t occupancy = o.credits.in_use(0) + o.credits.in_use(1);
+  if (occupancy > o.stats.peak_buffer_flits) o.stats.peak_buffer_flits = occupancy;
+  if (trace_) {
+    o.stats.trace_busy(trace_, 1000 + plane, trace_->track(1000 + plane, fmt::format("link to gpu{}", dst)), now,
+                       o.busy_until, coalesce_);
+  }
+  // The input buffer slot frees once the packet has left; the credit crosses back to the GPU.
+  Uplink& up = uplinks_[static_cast<size_t>(in) * s_ + static_cast<size_t>(plane)];
+  const Time credit_at = o.busy_until + link_latency_;
+  up.credits.give_at(credit_at, tc, s.flits);
+  if (up.waiting) schedule_egress_wake(static_cast<int>(in), credit_at);
+  const Time arrival = o.busy_until + link_latency_;
+  s.ready_ps = arrival.ps();
+  push(ingress(dst, plane, tc), id);
+  schedule_ingress_wake(dst, plane, tc, arrival);
+}
+
+// One pending delivery event per ingress queue (not per packet) keeps the event heap small.
+void PacketNetwork::schedule_ingress_wake(int gpu, int plane, int tc, Time at) {
+  Queue& q = ingress(gpu, plane, tc);
+  if (at.ps() >= q.wake_at) return;
+  q.wake_at = at.ps();
+  sim_.schedule_at(at, [this, gpu, plane, tc] { on_ingress(gpu, plane, tc); });
+}
+
+// ---------------------------------------------------------------- ingress: buffer -> receiver
+
+void PacketNetwork::on_ingress(int gpu, int plane, int tc) {
+  Queue& q = ingress(gpu, plane, tc);
+  Port& port = ports_[static_cast<size_t>(gpu)];
+  const size_t link = static_cast<size_t>(gpu) * s_ + static_cast<size_t>(plane);
+  const uint32_t out = static_cast<uint32_t>(plane) * n_ + static_cast<uint32_t>(gpu);
+  if (sim_.now().ps() >= q.wake_at) q.wake_at = INT64_MAX;
+  while (!q.empty()) {
+    const Time now = sim_.now();
+    Slot& head = pool_[q.head];
+    if (head.ready_ps > now.ps()) {
+      schedule_ingress_wake(gpu, plane, tc, Time::from_ps(head.ready_ps));
+      break;
+    }
+    bool ack = false;
+    if (tc == 0) {
+      if (ingress_blocked_[link] != kFree) break;
+      ack = cfg_.write_ack && is_write(head.pkt.kind);
+      if (ack && egress(gpu, 1).flits + ack_flits_ > egress_cap_[1]) {
+        ingress_blocked_[link] = kByAckRoom;
+        port.ack_room_wanted = true;
+        break;
+      }
+      if (port.receiver && !port.receiver->can_accept(head.pkt)) {
+        ingress_blocked_[link] = kByReceiver;
+        break;
+      }
+    }
+    const uint32_t id = pop(q);
+    const uint16_t flits = pool_[id].flits;
+    Packet p = std::move(pool_[id].pkt);
+    pool_[id].pkt.data.reset();
+    pool_[id].next = free_head_;
+    free_head_ = id;
+    // The ingress slot frees now; the credit reaches the switch output one link latency later.
+    Output& o = outputs_[out];
+    const Time credit_at = now + link_latency_;
+    o.credits.give_at(credit_at, tc, flits);
+    if (o.waiting) schedule_output_wake(out, credit_at);
+    ++port.delivered;
+    ++delivered_packets_;
+    if (tc == 1) {
+      if (p.kind == PacketKind::Ack) {
+        ++acks_delivered_;
+        if (p.client) p.client->on_ack(p);
+      } else {
+        if (p.client) p.client->on_delivered(p);
+        if (port.receiver) port.receiver->deliver(std::move(p));
+      }
+      continue;
+    }
+    if (ack) {
+      Packet a;
+      a.src = p.dst;
+      a.dst = p.src;
+      a.payload_bytes = 0;
+      a.kind = PacketKind::Ack;
+      a.priority = p.priority;
+      a.cookie = p.cookie;
+      a.client = p.client;
+      inject(std::move(a));
+    }
+    if (p.client) p.client->on_delivered(p);
+    if (port.receiver) port.receiver->deliver(std::move(p));
+  }
+}
+
+void PacketNetwork::retry_ingress(int gpu, Blocked reason) {
+  for (uint32_t s = 0; s < s_; ++s) {
+    uint8_t& b = ingress_blocked_[static_cast<size_t>(gpu) * s_ + s];
+    if (b != reason) continue;
+    b = kFree;
+    const int plane = static_cast<int>(s);
+    sim_.schedule_in(Time::zero(), [this, gpu, plane] { on_ingress(gpu, plane, 0); });
+  }
+}
+
+void PacketNetwork::resume_ingress(int gpu) { retry_ingress(gpu, kByReceiver); }
+
+// ---------------------------------------------------------------- transfers, stats, trace
+
+void PacketNetwork::transfer(int src, int dst, uint64_t bytes, int priority, Callback on_complete) {
+  engine_->start(src, dst, bytes, priority, StreamOptions{}, std::move(on_complete));
+}
+
+void PacketNetwork::stream(int src, int dst, uint64_t bytes, int priority, const StreamOptions& options,
+                           Callback on_complete) {
+  engine_->start(src, dst, bytes, priority, options, std::move(on_complete));
+}
+
+nlohmann::json PacketNetwork::stats() const {
+  const Time elapsed = sim_.now();
+  nlohmann::json links = nlohmann::json::array();
+  for (uint32_t g = 0; g < n_; ++g) {
+    for (uint32_t s = 0; s < s_; ++s) {
+      links.push_back(uplinks_[g * s_ + s].stats.to_json(fmt::format("gpu{}", g), fmt::format("sw{}", s), elapsed));
+    }
+  }
+  for (uint32_t s = 0; s < s_; ++s) {
+    for (uint32_t d = 0; d < n_; ++d) {
+      links.push_back(outputs_[s * n_ + d].stats.to_json(fmt::format("sw{}", s), fmt::format("gpu{}", d), elapsed));
+    }
+  }
+  nlohmann::json ports = nlohmann::json::array();
+  for (uint32_t g = 0; g < n_; ++g) {
+    const Port& p = ports_[g];
+    ports.push_back({{"gpu", g}, {"injected_packets", p.injected}, {"delivered_packets", p.delivered},
+                     {"egress_peak_flits", p.peak_flits}});
+  }
+  return {{"fidelity", "packet"},
+          {"elapsed_ps", elapsed.ps()},
+          {"packets_injected", injected_packets_},
+          {"packets_delivered", delivered_packets_},
+          {"acks_delivered", acks_delivered_},
+          {"links", links},
+          {"ports", ports}};
+}
+
+void PacketNetwork::flush_trace() {
+  if (!trace_) return;
+  for (uint32_t g = 0; g < n_; ++g) {
+    for (uint32_t s = 0; s < s_; ++s) {
+      const int gpu = static_cast<int>(g);
+      uplinks_[g * s_ + s].stats.flush_span(trace_, gpu, trace_->track(gpu, fmt::format("link to sw{}", s)));
+    }
+  }
+  for (uint32_t s = 0; s < s_; ++s) {
+    for (uint32_t d = 0; d < n_; ++d) {
+      const int pid = 1000 + static_cast<int>(s);
+      outputs_[s * n_ + d].stats.flush_span(trace_, pid, trace_->track(pid, fmt::format("link to gpu{}", d)));
+    }
+  }
+}
+
+}  // namespace moehub

@@ -1,0 +1,161 @@
+#pragma once
+// The packet-level NVLink/NVSwitch fabric. Every GPU has one egress port whose FIFO (per
+// traffic class) is shared by all destinations and feeds links to S switch planes; every plane
+// is an input-queued switch with virtual output queues; every GPU has an ingress buffer per
+// plane link. All buffers are finite and guarded by credits, so a congested destination fills
+// the switch buffers, the senders run out of credits, and the packet at the head of a shared
+// egress FIFO blocks the packets behind it, whatever their destination.
+//
+// Hot path: packets live in a reused pool and move between intrusive queues; a link costs one
+// event per packet only while it has a backlog; credits return without events (DelayedCredits).
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "net/delayed_credits.h"
+#include "net/link_stats.h"
+#include "net/network.h"
+#include "net/packet.h"
+
+namespace moehub {
+
+class TransferEngine;
+
+// How a transfer's packets are cut and when it counts as complete.
+struct StreamOptions {
+  uint32_t packet_payload = 0;  // 0: net.max_payload_bytes
+  PacketKind kind = PacketKind::Write;
+  bool complete_on_ack = false;  // wait for every ack (a put followed by a quiet)
+};
+
+class PacketNetwork final : public Network {
+ public:
+  PacketNetwork(const NetConfig& config, Simulator& sim, TraceRecorder* trace = nullptr);
+  ~PacketNetwork() override;
+
+  // --- Packet interface (the hub and GPU layers) ---
+  // True if GPU `gpu`'s egress FIFO for `kind`'s traffic class has room for the packet now.
+  bool can_inject(int gpu, uint32_t payload_bytes, PacketKind kind = PacketKind::Write) const;
+  // Queues the packet at packet.src's egress. Precondition: can_inject (else std::logic_error).
+  void inject(Packet&& packet);
+  // Calls listener->on_room(gpu) once, the next time a packet leaves that GPU's request FIFO.
+  void request_room(int gpu, RoomListener* listener);
+  // The destination-side receiver of GPU `gpu` (null: accept everything at arrival).
+  void set_receiver(int gpu, PacketReceiver* receiver);
+  // A receiver that refused a packet calls this when it can accept again.
+  void resume_ingress(int gpu);
+
+  // --- Transfer interface ---
+  void transfer(int src, int dst, uint64_t bytes, int priority, Callback on_complete) override;
+  // A transfer with explicit packet size / kind / completion rule (thread-block puts).
+  void stream(int src, int dst, uint64_t bytes, int priority, const StreamOptions& options, Callback on_complete);
+
+  nlohmann::json stats() const override;
+  void flush_trace() override;
+  const NetConfig& config() const override { return cfg_; }
+  PacketNetwork* packets() override { return this; }
+
+  uint64_t packets_delivered() const { return delivered_packets_; }
+
+ private:
+  static constexpr uint32_t kNil = UINT32_MAX;
+  struct Slot {
+    Packet pkt;
+    int64_t ready_ps = 0;  // when it may leave the queue it sits in
+    uint32_t next = kNil;
+    uint16_t flits = 0;
+    uint8_t plane = 0;
+    uint8_t tc = 0;
+  };
+  struct Queue {
+    uint32_t head = kNil;
+    uint32_t tail = kNil;
+    uint32_t flits = 0;
+    int64_t wake_at = INT64_MAX;  // ingress queues: earliest pending delivery event
+    bool empty() const { return head == kNil; }
+  };
+  struct Uplink {  // GPU g -> plane s
+    Time busy_until;
+    DelayedCredits credits;  // toward the switch input buffer
+    bool waiting = false;    // egress head blocked on these credits
+    LinkStats stats;
+  };
+  struct Output {  // plane s -> GPU d
+    Time busy_until;
+    DelayedCredits credits;  // toward the GPU ingress buffer
+    uint32_t rr = 0;         // last input granted
+    uint32_t pending = 0;    // packets in this output's virtual output queues
+    uint64_t occupied[2] = {0, 0};  // per class: bit i set if input i's VOQ is not empty
+    int64_t wake_at = INT64_MAX;
+    bool waiting = false;
+    LinkStats stats;
+  };
+  struct Port {  // per GPU
+    int64_t wake_at = INT64_MAX;
+    bool pumping = false;
+    bool repump = false;
+    bool ack_room_wanted = false;
+    uint32_t peak_flits = 0;
+    uint64_t injected = 0;
+    uint64_t delivered = 0;
+    std::vector<RoomListener*> listeners;
+    std::vector<RoomListener*> notifying;
+    PacketReceiver* receiver = nullptr;
+  };
+  enum Blocked : uint8_t { kFree = 0, kByReceiver = 1, kByAckRoom = 2 };
+
+  uint32_t alloc_slot();
+  void push(Queue& q, uint32_t id);
+  uint32_t pop(Queue& q);
+
+  void pump(int gpu);
+  void send_on_uplink(int gpu, int tc);
+  void schedule_egress_wake(int gpu, Time at);
+  void on_egress_wake(int gpu);
+  void arbitrate(uint32_t output);
+  void send_on_downlink(uint32_t output, int tc, uint32_t input);
+  void schedule_output_wake(uint32_t output, Time at);
+  void on_output_wake(uint32_t output);
+  void on_ingress(int gpu, int plane, int tc);
+  void schedule_ingress_wake(int gpu, int plane, int tc, Time at);
+  void retry_ingress(int gpu, Blocked reason);
+
+  Queue& egress(int gpu, int tc) { return egress_[static_cast<size_t>(gpu) * 2 + static_cast<size_t>(tc)]; }
+  Queue& voq(int plane, uint32_t in, uint32_t out, int tc) {
+    return voq_[((static_cast<size_t>(plane) * n_ + in) * n_ + out) * 2 + static_cast<size_t>(tc)];
+  }
+  Queue& ingress(int gpu, int plane, int tc) {
+    return ingress_[(static_cast<size_t>(gpu) * s_ + static_cast<size_t>(plane)) * 2 + static_cast<size_t>(tc)];
+  }
+
+  NetConfig cfg_;
+  Simulator& sim_;
+  TraceRecorder* trace_;
+  uint32_t n_;
+  uint32_t s_;
+  uint32_t egress_cap_[2];
+  uint32_t ack_flits_;
+  Time link_latency_;
+  Time hop_to_output_;  // link latency + switch traversal
+  Time coalesce_;
+  std::vector<Time> ser_;  // serialisation time per flit count on one plane link
+
+  std::vector<Slot> pool_;
+  uint32_t free_head_ = kNil;
+  std::vector<Queue> egress_;
+  std::vector<uint8_t> next_plane_;  // per (src, dst): round-robin spreading
+  std::vector<Uplink> uplinks_;
+  std::vector<Queue> voq_;
+  std::vector<Output> outputs_;
+  std::vector<Queue> ingress_;
+  std::vector<uint8_t> ingress_blocked_;
+  std::vector<Port> ports_;
+  std::unique_ptr<TransferEngine> engine_;
+  uint64_t injected_packets_ = 0;
+  uint64_t delivered_packets_ = 0;
+  uint64_t acks_delivered_ = 0;
+};
+
+}  // namespace moehub

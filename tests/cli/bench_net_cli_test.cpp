@@ -1,0 +1,126 @@
+// End-to-end tests of `moehub bench net`: outputs, agreement with the model, bad input.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result moehub(const std::vector<std::string>& args) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path dir = fs::temp_directory_path() / fmt::format("moehub-bench-net-{}-{}", ::getpid(), info->name());
+  fs::create_directories(dir);
+  std::string cmd = std::string("'") + MOEHUB_BINARY + "'";
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += fmt::format(" >'{}' 2>'{}' </dev/null", (dir / "stdout").string(), (dir / "stderr").string());
+  Result r;
+  const int raw = std::system(cmd.c_str());
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128;
+  r.out = slurp(dir / "stdout");
+  r.err = slurp(dir / "stderr");
+  fs::remove_all(dir);
+  return r;
+}
+
+void expect_bad_input(const std::vector<std::string>& args, const std::string& fragment) {
+  const Result r = moehub(args);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("moehub: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(fragment), std::string::npos) << "stderr: " << r.err << "\nexpected: " << fragment;
+}
+
+nlohmann::json bench_json(std::vector<std::string> args) {
+  args.insert(args.begin(), {"bench", "net", "--format", "json"});
+  const Result r = moehub(args);
+  EXPECT_EQ(r.status, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+TEST(CliBenchNet, P2pOfOnePacketTakesTheUnloadedLatency) {
+  const auto j = bench_json({"--pattern", "p2p", "--bytes", "128"});
+  // DGX-H800 preset: 144 B at 50 GB/s per plane (2880 ps) twice, 250 ns each way, 0 ns switch.
+  EXPECT_EQ(j["results"]["time_ps"], 2880 + 250000 + 2880 + 250000);
+  EXPECT_EQ(j["results"]["pattern"], "p2p");
+  EXPECT_EQ(j["results"]["fidelity"], "packet");
+  EXPECT_EQ(j["config"]["run"]["gpus"], 8);
+  EXPECT_EQ(j["results"]["net"]["links"].size(), 2u * 8 * 4);
+  EXPECT_TRUE(j["perf"].contains("wall_s"));
+}
+
+TEST(CliBenchNet, IncastGivesEachSenderASeventhOfTheLinks) {
+  const auto j = bench_json({"--pattern", "incast", "--bytes", "1MiB"});
+  const double share = 200.0 * 128 / 144 / 7;  // GB/s per sender
+  EXPECT_NEAR(j["results"]["achieved_GBps"].get<double>(), share, 0.05 * share);
+  // GPU 0's incoming links are the busy ones.
+  for (const auto& l : j["results"]["net"]["links"]) {
+    if (l["to"] == "gpu0") EXPECT_GT(l["utilisation"].get<double>(), 0.9);
+  }
+}
+
+TEST(CliBenchNet, AllToAllInBothFidelitiesAgrees) {
+  const auto packet = bench_json({"--pattern", "alltoall", "--bytes", "4MiB"});
+  const auto flow = bench_json({"--pattern", "alltoall", "--bytes", "4MiB", "--fidelity", "flow"});
+  EXPECT_EQ(flow["results"]["fidelity"], "flow");
+  const double p = packet["results"]["achieved_GBps"];
+  const double f = flow["results"]["achieved_GBps"];
+  EXPECT_NEAR(p / f, 1.0, 0.05);
+  EXPECT_LT(f, 160.0);  // 200 GB/s x 128/160 with acks
+}
+
+TEST(CliBenchNet, GpusAndSetReachTheModel) {
+  const auto j = bench_json({"--pattern", "p2p", "--bytes", "128", "--gpus", "4", "--set", "net.gpu_switch_latency=100ns"});
+  EXPECT_EQ(j["results"]["gpus"], 4);
+  EXPECT_EQ(j["results"]["time_ps"], 2880 + 100000 + 2880 + 100000);
+}
+
+TEST(CliBenchNet, TableNamesTheResultsAndLinks) {
+  const Result r = moehub({"bench", "net", "--pattern", "p2p", "--bytes", "1KiB"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("achieved_GBps"), std::string::npos);
+  EXPECT_NE(r.out.find("gpu0->sw0"), std::string::npos);
+  EXPECT_NE(r.out.find("sw3->gpu1"), std::string::npos);
+}
+
+TEST(CliBenchNet, BadInputExitsWithStatusTwo) {
+  expect_bad_input({"bench", "net", "--pattern", "ring", "--bytes", "1"}, "--pattern");
+  expect_bad_input({"bench", "net", "--pattern", "p2p", "--bytes", "0"}, "--bytes: must be greater than 0");
+  expect_bad_input({"bench", "net", "--pattern", "p2p", "--bytes", "12 parsecs"}, "--bytes");
+  expect_bad_input({"bench", "net", "--pattern", "p2p", "--bytes", "1", "--gpus", "1"}, "at least 2 GPUs");
+  expect_bad_input({"bench", "net", "--pattern", "p2p", "--bytes", "1", "--fidelity", "cycle"}, "--fidelity");
+  expect_bad_input({"bench", "net", "--pattern", "p2p", "--bytes", "1", "--set", "net.link_bandwidth=0GB/s"},
+                   "net.link_bandwidth");
+  expect_bad_input({"bench", "net", "--pattern", "p2p", "--bytes", "1", "--set", "net.switch_buffer=0B"},
+                   "net.switch_buffer");
+  expect_bad_input({"bench", "net", "--pattern", "p2p", "--bytes", "1", "--set", "net.switch_planes=3"},
+                   "net.switch_planes");
+  expect_bad_input({"bench", "net", "--pattern", "p2p", "--bytes", "1", "--gpus", "40"}, "run.gpus");
+  expect_bad_input({"bench", "net", "--bytes", "1"}, "--pattern");
+}
+
+}  // namespace

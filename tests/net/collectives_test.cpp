@@ -1,0 +1,149 @@
+// Collectives: NCCL peer order, all-to-all efficiency in both fidelities and their agreement,
+// thread-block puts.
+
+#include <gtest/gtest.h>
+
+#include "net/collectives.h"
+#include "net/flow_network.h"
+#include "net/net_test_util.h"
+#include "net/packet_network.h"
+
+namespace moehub {
+namespace {
+
+TEST(Collectives, NcclPeerOrderIsTheQuadraticDeltaSequence) {
+  EXPECT_EQ(nccl_p2p_deltas(8), (std::vector<int>{0, 1, 3, 6, 2, 7, 5, 4}));
+  // n = 6: pow2up = 8; deltas 0 1 3 6(skip) 2 7(skip) 5 4.
+  EXPECT_EQ(nccl_p2p_deltas(6), (std::vector<int>{0, 1, 3, 2, 5, 4}));
+  EXPECT_EQ(nccl_p2p_deltas(1), (std::vector<int>{0}));
+}
+
+TEST(Collectives, UniformMatrixSpreadsEveryByteOverTheOthers) {
+  const auto m = AllToAll::uniform(4, 10);
+  for (int s = 0; s < 4; ++s) {
+    uint64_t sum = 0;
+    for (int d = 0; d < 4; ++d) sum += m[s][d];
+    EXPECT_EQ(sum, 10u);
+    EXPECT_EQ(m[s][s], 0u);
+  }
+}
+
+NetConfig h800_with_acks() {
+  NetConfig c = test::h800_like(8);
+  c.write_ack = true;
+  c.switch_buffer_bytes = 32 * 1024;
+  c.ingress_buffer_bytes = 32 * 1024;
+  c.response_buffer_bytes = 32 * 1024;
+  c.switch_latency = Time::zero();
+  return c;
+}
+
+// Achieved payload rate per sender (GB/s) of a uniform 8-GPU all-to-all.
+double alltoall_gbps(NetFidelity fidelity, uint64_t bytes_per_gpu) {
+  Simulator sim;
+  NetConfig c = h800_with_acks();
+  c.fidelity = fidelity;
+  auto net = make_network(c, sim);
+  AllToAll a2a(*net, sim, NcclConfig{});
+  bool done = false;
+  a2a.start(AllToAll::uniform(8, bytes_per_gpu), 0, [&] { done = true; });
+  sim.run();
+  EXPECT_TRUE(done);
+  EXPECT_TRUE(a2a.finished());
+  return static_cast<double>(bytes_per_gpu) / a2a.finish_time().seconds() / 1e9;
+}
+
+// Every GPU's links carry its data (144 B per 128 B) and the acks of what it receives (16 B
+// per 128 B): 200 GB/s x 128/160 = 160 GB/s of payload at best.
+constexpr double kCeilingGBps = 200.0 * 128 / 160;
+
+TEST(Collectives, PacketAllToAllApproachesBandwidthTimesHeaderEfficiency) {
+  const double small = alltoall_gbps(NetFidelity::Packet, 512 * 1024);
+  const double large = alltoall_gbps(NetFidelity::Packet, 8 << 20);
+  EXPECT_LT(small, kCeilingGBps);
+  EXPECT_LT(large, kCeilingGBps);
+  // 0.5 MB takes 3.3 us at the ceiling plus ~1.2 us of latency (first packet, slot return).
+  EXPECT_GT(small, 0.70 * kCeilingGBps);
+  EXPECT_GT(large, 0.97 * kCeilingGBps);
+  EXPECT_GT(large, small);
+}
+
+TEST(Collectives, FlowAllToAllUpTo256MBApproachesTheCeiling) {
+  double previous = 0;
+  for (uint64_t mb : {1, 16, 256}) {
+    const double g = alltoall_gbps(NetFidelity::Flow, mb << 20);
+    EXPECT_LT(g, kCeilingGBps);
+    EXPECT_GT(g, previous);
+    previous = g;
+  }
+  EXPECT_GT(previous, 0.995 * kCeilingGBps);
+}
+
+TEST(Collectives, PacketAndFlowAgreeWithinFivePercentOnLargeUniformAllToAll) {
+  for (uint64_t bytes : {2ULL << 20, 8ULL << 20}) {
+    const double packet = alltoall_gbps(NetFidelity::Packet, bytes);
+    const double flow = alltoall_gbps(NetFidelity::Flow, bytes);
+    EXPECT_NEAR(packet / flow, 1.0, 0.05) << bytes;
+  }
+}
+
+TEST(Collectives, AllToAllVSkipsEmptyPairs) {
+  Simulator sim;
+  PacketNetwork net(test::h800_like(4), sim);
+  AllToAll a2a(net, sim, NcclConfig{});
+  std::vector<std::vector<uint64_t>> m(4, std::vector<uint64_t>(4, 0));
+  m[1][2] = 128;
+  bool done = false;
+  a2a.start(m, 0, [&] { done = true; });
+  sim.run();
+  EXPECT_TRUE(done);
+  EXPECT_EQ(a2a.finish_time().ps(), 2880 + 250000 + 100000 + 2880 + 250000);
+  EXPECT_EQ(net.stats()["packets_delivered"], 1);
+}
+
+TEST(Collectives, ChunkSlotsLimitDataInFlight) {
+  // One connection, one slot of 1 KiB: each chunk waits for the previous one's delivery and
+  // the slot's return (an unloaded header-only packet: 320 + 250000 + 100000 + 320 + 250000).
+  Simulator sim;
+  PacketNetwork net(test::h800_like(2), sim);
+  NcclConfig cfg;
+  cfg.chunk_bytes = 1024;
+  cfg.steps = 1;
+  cfg.channels_per_peer = 1;
+  AllToAll a2a(net, sim, cfg);
+  std::vector<std::vector<uint64_t>> m(2, std::vector<uint64_t>(2, 0));
+  m[0][1] = 2048;
+  a2a.start(m, 0, [] {});
+  sim.run();
+  // One chunk: 8 packets over 4 planes, 2 per plane: the second on each plane leaves at 2880
+  // and arrives 2880 + 605760. Two chunks, separated by the slot return of 600640 ps.
+  const int64_t chunk = 2880 + 605760;
+  EXPECT_EQ(a2a.finish_time().ps(), chunk + 600640 + chunk);
+}
+
+TEST(Collectives, ThreadBlockPutCompletesWhenEveryStoreIsAcknowledged) {
+  Simulator sim;
+  NetConfig c = test::h800_like(2);
+  c.write_ack = true;
+  PacketNetwork net(c, sim);
+  Time done;
+  thread_block_put(net, 0, 1, 64, 64, 0, [&] { done = sim.now(); });
+  sim.run();
+  // A 64 B store: 5 flits = 80 B = 1600 ps per link; there 1600 + 600000 + 1600 ps, the ack
+  // back in 320 + 600000 + 320 ps.
+  EXPECT_EQ(done.ps(), 603200 + 600640);
+}
+
+TEST(Collectives, ThreadBlockPutOfSmallStoresPaysAHeaderPerStore) {
+  Simulator sim;
+  PacketNetwork net(test::h800_like(2, 1), sim);  // acks off: complete on delivery
+  Time done;
+  thread_block_put(net, 0, 1, 32 * 10, 32, 0, [&] { done = sim.now(); });
+  sim.run();
+  // 1 plane at 200 GB/s; 10 stores of 32 B = 3 flits = 48 B = 240 ps each, back to back.
+  EXPECT_EQ(done.ps(), 10 * 240 + 250000 + 100000 + 240 + 250000);
+  EXPECT_EQ(net.stats()["links"][0]["bytes"], 480);
+}
+
+}  // namespace
+}  // namespace moehub

@@ -1,0 +1,282 @@
+// The packet fidelity: exact arrival times, link saturation, credit stalls, acks, back-pressure,
+// incast fairness and head-of-line blocking. Expected times are computed by hand in comments.
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "net/net_test_util.h"
+#include "net/packet_network.h"
+
+namespace moehub {
+namespace {
+
+// Records when each packet reached the receiver.
+struct Recorder : PacketReceiver {
+  Simulator& sim;
+  std::vector<Time> at;
+  std::vector<Packet> got;
+  explicit Recorder(Simulator& s) : sim(s) {}
+  void deliver(Packet&& p) override {
+    at.push_back(sim.now());
+    got.push_back(std::move(p));
+  }
+};
+
+struct AckRecorder : PacketClient {
+  Simulator& sim;
+  std::vector<Time> ack_at;
+  std::vector<uint64_t> cookies;
+  std::vector<int> from;
+  explicit AckRecorder(Simulator& s) : sim(s) {}
+  void on_ack(const Packet& a) override {
+    ack_at.push_back(sim.now());
+    cookies.push_back(a.cookie);
+    from.push_back(a.src);
+  }
+};
+
+Packet write(int src, int dst, uint32_t bytes, uint64_t cookie = 0, PacketClient* client = nullptr) {
+  Packet p;
+  p.src = src;
+  p.dst = dst;
+  p.payload_bytes = bytes;
+  p.kind = PacketKind::Write;
+  p.cookie = cookie;
+  p.client = client;
+  return p;
+}
+
+TEST(PacketNetwork, OneFullPacketArrivesAfterSerialisationAndLatencies) {
+  Simulator sim;
+  PacketNetwork net(test::h800_like(2), sim);
+  Recorder rx(sim);
+  net.set_receiver(1, &rx);
+  ASSERT_TRUE(net.can_inject(0, 128));
+  net.inject(write(0, 1, 128, 42));
+  sim.run();
+  ASSERT_EQ(rx.at.size(), 1u);
+  // 9 flits x 16 B = 144 B at 50 GB/s per plane = 2880 ps on the GPU link, 250 ns to the
+  // switch, 100 ns through it, 2880 ps on the switch link, 250 ns to the GPU.
+  EXPECT_EQ(rx.at[0].ps(), 2880 + 250000 + 100000 + 2880 + 250000);
+  EXPECT_EQ(rx.got[0].cookie, 42u);
+  EXPECT_EQ(rx.got[0].payload_bytes, 128u);
+}
+
+TEST(PacketNetwork, AckIsOneFlitPacketBackToTheSender) {
+  Simulator sim;
+  NetConfig c = test::h800_like(2);
+  c.write_ack = true;
+  PacketNetwork net(c, sim);
+  AckRecorder client(sim);
+  net.inject(write(0, 1, 128, 7, &client));
+  sim.run();
+  ASSERT_EQ(client.ack_at.size(), 1u);
+  // Data delivered at 605760 ps; the ack (1 flit = 320 ps per link) takes 320 + 250000 +
+  // 100000 + 320 + 250000 = 600640 ps back.
+  EXPECT_EQ(client.ack_at[0].ps(), 605760 + 600640);
+  EXPECT_EQ(client.cookies[0], 7u);
+  EXPECT_EQ(client.from[0], 1);
+  const auto s = net.stats();
+  EXPECT_EQ(s["acks_delivered"], 1);
+  EXPECT_EQ(s["packets_delivered"], 2);
+}
+
+TEST(PacketNetwork, RealBytesTravelWithThePacket) {
+  Simulator sim;
+  PacketNetwork net(test::h800_like(2), sim);
+  Recorder rx(sim);
+  net.set_receiver(1, &rx);
+  Packet p = write(0, 1, 4);
+  p.data = std::make_shared<const std::vector<std::byte>>(std::vector<std::byte>{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}});
+  net.inject(std::move(p));
+  sim.run();
+  ASSERT_EQ(rx.got.size(), 1u);
+  ASSERT_TRUE(rx.got[0].data);
+  EXPECT_EQ((*rx.got[0].data)[3], std::byte{4});
+  // 4 B = 1 data flit + header: 32 B = 640 ps per link.
+  EXPECT_EQ(rx.at[0].ps(), 640 + 250000 + 100000 + 640 + 250000);
+}
+
+TEST(PacketNetwork, SingleLinkSaturatesAtLinkRateTimesHeaderEfficiency) {
+  Simulator sim;
+  NetConfig c = test::h800_like(2, 1);
+  c.gpu_bandwidth = Bandwidth::bytes_per_second(50'000'000'000ULL);  // one plane of 50 GB/s
+  PacketNetwork net(c, sim);
+  Time done;
+  net.transfer(0, 1, 1 << 20, 0, [&] { done = sim.now(); });
+  sim.run();
+  // 8192 packets back to back on the GPU link (2880 ps each); the last one then needs
+  // 250 + 100 ns, 2880 ps and 250 ns more.
+  EXPECT_EQ(done.ps(), 8192LL * 2880 + 250000 + 100000 + 2880 + 250000);
+  const auto s = net.stats();
+  const auto& up = s["links"][0];
+  EXPECT_EQ(up["from"], "gpu0");
+  EXPECT_EQ(up["busy_ps"], 8192LL * 2880);
+  EXPECT_EQ(up["bytes"], 8192ULL * 144);
+  EXPECT_EQ(up["payload_bytes"], 1ULL << 20);
+  EXPECT_EQ(up["stall_ps"], 0);  // 64 KiB of switch buffer covers the credit loop
+  // Payload rate while streaming = 50 GB/s x 128/144.
+  const double gbps = static_cast<double>(1 << 20) / (8192.0 * 2880e-12) / 1e9;
+  EXPECT_NEAR(gbps, 50.0 * 128 / 144, 1e-9);
+}
+
+TEST(PacketNetwork, SenderStallsWhenCreditsRunOut) {
+  Simulator sim;
+  NetConfig c = test::h800_like(2, 1);
+  c.gpu_bandwidth = Bandwidth::bytes_per_second(50'000'000'000ULL);
+  c.switch_buffer_bytes = 144;  // room for exactly one 128 B packet
+  c.ingress_buffer_bytes = 144;
+  PacketNetwork net(c, sim);
+  Recorder rx(sim);
+  net.set_receiver(1, &rx);
+  Time done;
+  net.transfer(0, 1, 10 * 128, 0, [&] { done = sim.now(); });
+  sim.run();
+  // Packet k may leave the GPU only when packet k-1's credit is back: it leaves the switch at
+  // 2880 + 350000 + 2880 = 355760 after its own start and the credit crosses back in 250 ns,
+  // so one packet every 605760 ps; each arrives 605760 ps after it starts.
+  ASSERT_EQ(rx.at.size(), 10u);
+  for (int k = 0; k < 10; ++k) EXPECT_EQ(rx.at[static_cast<size_t>(k)].ps(), (k + 1) * 605760LL) << k;
+  EXPECT_EQ(done.ps(), 10 * 605760LL);
+  // The head waited from the end of each transmission to the credit's return.
+  const auto s = net.stats();
+  EXPECT_EQ(s["links"][0]["stall_ps"], 9 * (605760LL - 2880));
+  EXPECT_EQ(s["links"][0]["peak_queue_flits"], 9);
+}
+
+// A receiver whose memory is busy until told otherwise.
+struct SlowReceiver : PacketReceiver {
+  Simulator& sim;
+  bool open = false;
+  std::vector<Time> at;
+  explicit SlowReceiver(Simulator& s) : sim(s) {}
+  bool can_accept(const Packet&) override { return open; }
+  void deliver(Packet&&) override { at.push_back(sim.now()); }
+};
+
+TEST(PacketNetwork, ReceiverBackPressureHoldsPacketsInTheIngressBuffer) {
+  Simulator sim;
+  PacketNetwork net(test::h800_like(2), sim);
+  SlowReceiver rx(sim);
+  net.set_receiver(1, &rx);
+  net.inject(write(0, 1, 128));
+  sim.schedule_at(Time::from_us(5), [&] {
+    rx.open = true;
+    net.resume_ingress(1);
+  });
+  sim.run();
+  ASSERT_EQ(rx.at.size(), 1u);
+  EXPECT_EQ(rx.at[0], Time::from_us(5));
+}
+
+TEST(PacketNetwork, InjectionRefusedWhenEgressFullAndRoomIsSignalled) {
+  Simulator sim;
+  NetConfig c = test::h800_like(2, 1);
+  c.egress_buffer_bytes = 2 * 144;
+  PacketNetwork net(c, sim);
+  struct Listener : RoomListener {
+    int calls = 0;
+    void on_room(int) override { ++calls; }
+  } listener;
+  // The first packet leaves at once for the idle link; two more fill the FIFO.
+  net.inject(write(0, 1, 128));
+  net.inject(write(0, 1, 128));
+  net.inject(write(0, 1, 128));
+  EXPECT_FALSE(net.can_inject(0, 128));
+  EXPECT_TRUE(net.can_inject(0, 0, PacketKind::Ack));  // the response class has its own room
+  EXPECT_THROW(net.inject(write(0, 1, 128)), std::logic_error);
+  net.request_room(0, &listener);
+  // One plane of 200 GB/s: 144 B take 720 ps.
+  sim.run_until(Time::from_ps(719));
+  EXPECT_EQ(listener.calls, 0);
+  sim.run_until(Time::from_ps(720));  // the link frees, the second packet leaves the FIFO
+  EXPECT_EQ(listener.calls, 1);
+  EXPECT_TRUE(net.can_inject(0, 128));
+  sim.run();
+  EXPECT_EQ(listener.calls, 1);  // once per request
+}
+
+// Seven GPUs send to GPU 0 at once.
+std::vector<Time> incast(PacketNetwork& net, Simulator& sim, uint64_t bytes) {
+  std::vector<Time> done(8);
+  for (int g = 1; g < 8; ++g) net.transfer(g, 0, bytes, 0, [&done, &sim, g] { done[static_cast<size_t>(g)] = sim.now(); });
+  sim.run();
+  return done;
+}
+
+TEST(PacketNetwork, IncastGivesEachOfSevenSendersASeventhOfTheLink) {
+  Simulator sim;
+  NetConfig c = test::h800_like(8);
+  c.write_ack = true;
+  PacketNetwork net(c, sim);
+  const uint64_t bytes = 256 * 1024;
+  const std::vector<Time> done = incast(net, sim, bytes);
+  // GPU 0's links carry 7 x 256 KiB x 144/128 of wire bytes at 200 GB/s: 10.32 us, plus the
+  // pipeline latency; each sender gets 1/7 of 177.8 GB/s of payload rate.
+  const double ideal_s = 7.0 * bytes * 144 / 128 / 200e9;
+  for (int g = 1; g < 8; ++g) {
+    const double t = done[static_cast<size_t>(g)].seconds();
+    EXPECT_GT(t, ideal_s) << g;
+    EXPECT_LT(t, ideal_s * 1.08) << g;
+    const double share = static_cast<double>(bytes) / t / 1e9;
+    EXPECT_NEAR(share, 200.0 * 128 / 144 / 7, 200.0 * 128 / 144 / 7 * 0.08) << g;
+  }
+}
+
+TEST(PacketNetwork, IncastBackPressureDelaysTheSendersOtherTraffic) {
+  // GPU 1 sends 1 MiB to GPU 2, alone and then while it and six others also send 1 MiB each
+  // to GPU 0.
+  const auto to_gpu2 = [](bool with_incast) {
+    Simulator sim;
+    PacketNetwork net(test::h800_like(8), sim);
+    Time done;
+    if (with_incast) {
+      for (int g = 1; g < 8; ++g) net.transfer(g, 0, 1 << 20, 0, [] {});
+    }
+    net.transfer(1, 2, 1 << 20, 0, [&] { done = sim.now(); });
+    sim.run();
+    return done;
+  };
+  const Time alone = to_gpu2(false);
+  const Time shared = to_gpu2(true);
+  // Alone: 8192 packets over 4 planes at 200 GB/s = 5898.24 ns, then the last packet's
+  // 2880 ps + 600 ns.
+  EXPECT_EQ(alone.ps(), 5898240 + 2880 + 600000);
+  // GPU 2's links are idle in both runs. Once the switch buffers hold GPU 1's packets for the
+  // congested GPU 0, the head of GPU 1's shared egress FIFO waits for credits and the packets
+  // for GPU 2 behind it wait too: GPU 1 advances at about twice its 1/7 share of GPU 0.
+  EXPECT_GT(shared.ps(), 3 * alone.ps());
+}
+
+TEST(PacketNetwork, PriorityWinsSwitchOutputArbitration) {
+  // GPUs 1 and 2 each send one packet to GPU 0 arriving at the same switch output at once:
+  // the higher priority one is forwarded first, whichever input the round robin favours.
+  for (int high = 1; high <= 2; ++high) {
+    Simulator sim;
+    PacketNetwork net(test::h800_like(3), sim);
+    Recorder rx(sim);
+    net.set_receiver(0, &rx);
+    Packet a = write(1, 0, 128, 1);
+    Packet b = write(2, 0, 128, 2);
+    (high == 1 ? a : b).priority = 5;
+    net.inject(std::move(a));
+    net.inject(std::move(b));
+    sim.run();
+    ASSERT_EQ(rx.got.size(), 2u);
+    EXPECT_EQ(rx.got[0].cookie, static_cast<uint64_t>(high));
+    EXPECT_EQ(rx.at[1].ps() - rx.at[0].ps(), 2880);
+  }
+}
+
+TEST(PacketNetwork, ConsecutivePacketsToOneDestinationSpreadOverThePlanes) {
+  Simulator sim;
+  PacketNetwork net(test::h800_like(2), sim);
+  for (int k = 0; k < 8; ++k) net.inject(write(0, 1, 128));
+  sim.run();
+  const auto s = net.stats();
+  for (int p = 0; p < 4; ++p) EXPECT_EQ(s["links"][p]["packets"], 2) << p;  // gpu0 -> sw0..sw3
+}
+
+}  // namespace
+}  // namespace moehub
