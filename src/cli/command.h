@@ -22,5 +22,6 @@ struct CliContext {
 void add_run_command(CLI::App& app, CliContext& ctx);
 void add_list_command(CLI::App& app, CliContext& ctx);
 void add_validate_command(CLI::App& app, CliContext& ctx);
+void add_area_command(CLI::App& app, CliContext& ctx);
 
 }  // namespace moehub
