@@ -88,7 +88,8 @@ void AddressAllocationUnit::arrive(const RowspStore& w, PlacementCallback done) 
   const AptRegion* region = nullptr;
   validate(w, region);
   const RatKey key{w.malloc_id.region(), w.row_id};
-  const uint64_t slot = rat_.reserve_access(key, clock_.cycle_at_or_after(sim_.now()));
+  const uint64_t current = clock_.cycle_at_or_after(sim_.now());
+  const uint64_t slot = rat_.reserve_access(key, current, current);
   const uint64_t looked_up = slot + cfg_.rat_lookup_cycles;
 
   if (auto it = pending_.find(key); it != pending_.end()) {
@@ -147,7 +148,7 @@ void AddressAllocationUnit::resolve_miss(const RatKey& key, uint64_t cycle, bool
     ++rows_allocated_;
     row.local_row_id = *local;
   }
-  rat_.reserve_access(key, cycle);  // the fill
+  rat_.reserve_access(key, cycle, clock_.cycle_at_or_after(sim_.now()));  // the fill
   if (const auto victim = rat_.insert(key, row.local_row_id)) {
     ++evictions_;
     spilled_[victim->key] = victim->local_row_id;

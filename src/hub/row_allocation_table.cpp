@@ -56,10 +56,11 @@ uint32_t RowAllocationTable::bank_of(const RatKey& key) const {
   return static_cast<uint32_t>(RatKeyHash{}(key) % bank_use_.size());
 }
 
-uint64_t RowAllocationTable::reserve_access(const RatKey& key, uint64_t earliest) {
+uint64_t RowAllocationTable::reserve_access(const RatKey& key, uint64_t earliest, uint64_t current) {
+  if (current > earliest) throw std::logic_error("RowAllocationTable: access booked in the past");
   auto& use = bank_use_[bank_of(key)];
-  // Bookings before `earliest` can no longer matter: requests arrive in time order.
-  use.erase(use.begin(), use.lower_bound(earliest));
+  // Bookings in past cycles can no longer matter: requests arrive in time order.
+  use.erase(use.begin(), use.lower_bound(current));
   uint64_t cycle = earliest;
   for (auto it = use.find(cycle); it != use.end() && it->first == cycle && it->second >= ports_; it = use.find(cycle)) {
     ++cycle;

@@ -47,7 +47,8 @@ class RowAllocationTable {
 
   uint32_t bank_of(const RatKey& key) const;
   // Reserves one access to the key's bank at the first cycle >= `earliest` with a free port.
-  uint64_t reserve_access(const RatKey& key, uint64_t earliest);
+  // `current` is the present cycle (<= earliest): bookings before it are forgotten.
+  uint64_t reserve_access(const RatKey& key, uint64_t earliest, uint64_t current);
 
   size_t size() const { return map_.size(); }
   uint32_t entries() const { return entries_; }
