@@ -42,7 +42,8 @@ class DataAvailabilityManager {
  public:
   using SignalHook = std::function<void(const DamSignal&)>;
 
-  // `signal` reaches the GPU's thread-block dispatcher (hardware-wait mode).
+  // `signal` reaches the GPU's thread-block dispatcher (hardware-wait mode). It runs inside the
+  // DAM's event; it may schedule work but must not reset() the DAM synchronously.
   DataAvailabilityManager(Simulator& sim, const DamConfig& config, SignalHook signal);
 
   // Programs the table for a consumer kernel (the compiler's tiling); returns tiles added.
