@@ -2,6 +2,7 @@
 
 #include "config/run_params.h"
 #include "gpu/gpu_params.h"
+#include "hub/hub_params.h"
 #include "moe/moe_params.h"
 #include "net/net_params.h"
 
@@ -14,6 +15,7 @@ ParamRegistry build_param_registry() {
   declare_model_params(r);
   declare_gpu_params(r);
   declare_net_params(r);
+  declare_hub_params(r);
   return r;
 }
 

@@ -1,0 +1,128 @@
+#include "hub/data_availability_manager.h"
+
+#include <fmt/format.h>
+
+#include "sim/error.h"
+
+namespace moehub {
+
+const char* dam_signal_name(DamSignalKind kind) {
+  switch (kind) {
+    case DamSignalKind::Ready: return "ready";
+    case DamSignalKind::PartialReady: return "partial_ready";
+    case DamSignalKind::Retired: return "retired";
+  }
+  return "unknown";
+}
+
+DataAvailabilityManager::DataAvailabilityManager(Simulator& sim, const DamConfig& config, SignalHook signal)
+    : sim_(sim), cfg_(config), clock_(config.clock), signal_(std::move(signal)), table_(config.table_entries) {
+  if (!signal_) throw std::logic_error("DataAvailabilityManager: no signal hook");
+}
+
+void DataAvailabilityManager::check_counter_width(uint64_t value, const char* key, uint32_t bits) const {
+  if (bits < 64 && value >= (uint64_t{1} << bits)) {
+    throw UserError(key, fmt::format("{} B does not fit a {}-bit counter", value, bits));
+  }
+}
+
+void DataAvailabilityManager::add_entry(const DependencyEntry& e) {
+  const auto it = groups_.find(e.group);
+  const uint64_t threshold = (it == groups_.end() ? 0 : it->second.threshold) + e.threshold_bytes;
+  check_counter_width(threshold, "hub.dam.counter_bits", cfg_.counter_bits);
+  table_.add(e);
+  groups_[e.group].threshold = threshold;
+}
+
+uint32_t DataAvailabilityManager::add_tiling(const ConsumerTiling& t) {
+  DependencyTable probe(table_.capacity());
+  const uint32_t tiles = probe.add_tiling(t);  // UserError here leaves this table untouched
+  if (table_.entries().size() + tiles > table_.capacity()) {
+    throw UserError("hub.dam.table_entries", fmt::format("the consumer kernel needs {} dependency entries; the table has {}",
+                                                         table_.entries().size() + tiles, table_.capacity()));
+  }
+  for (const DependencyEntry& e : probe.entries()) add_entry(e);
+  return tiles;
+}
+
+void DataAvailabilityManager::set_expected_total(uint64_t bytes) {
+  check_counter_width(bytes, "hub.dam.global_counter_bits", cfg_.global_counter_bits);
+  expected_ = bytes;
+  sim_.schedule_in(Time::zero(), [this, epoch = epoch_] {
+    if (epoch == epoch_) maybe_all_ready();
+  });
+}
+
+void DataAvailabilityManager::reset() {
+  table_.clear();
+  groups_.clear();
+  expected_.reset();
+  global_ = 0;
+  all_ready_at_.reset();
+  signals_.clear();
+  ++epoch_;
+}
+
+void DataAvailabilityManager::on_write_ack(uint64_t address, uint64_t bytes) {
+  ++acks_;
+  // The table lookup and counter update take lookup_cycles; a constant delay keeps acks in order.
+  const Time at = clock_.time_of(clock_.cycle_at_or_after(sim_.now()) + cfg_.lookup_cycles);
+  sim_.schedule_at(at, [this, address, bytes, epoch = epoch_] {
+    if (epoch == epoch_) process_ack(address, bytes);
+  });
+}
+
+void DataAvailabilityManager::process_ack(uint64_t address, uint64_t bytes) {
+  if (all_ready_at_) ++acks_after_all_ready_;
+  uint64_t counted_once = 0;
+  bool matched = false;
+  table_.for_each_overlap(address, bytes, [&](const DependencyEntry& e, uint64_t counted) {
+    matched = true;
+    counted_once = std::max(counted_once, counted);
+    Group& g = groups_.at(e.group);
+    g.counter += counted;
+    if (!g.signalled && g.counter >= g.threshold) emit(e.group, g, DamSignalKind::Ready);
+  });
+  if (!matched) {
+    unmatched_bytes_ += bytes;
+    return;
+  }
+  global_ += counted_once;
+  maybe_all_ready();
+}
+
+void DataAvailabilityManager::emit(uint32_t group, Group& g, DamSignalKind kind) {
+  g.signalled = true;
+  if (kind == DamSignalKind::Ready) ++releases_;
+  if (kind == DamSignalKind::PartialReady) ++partial_releases_;
+  if (kind == DamSignalKind::Retired) ++retired_;
+  signals_.push_back(DamSignal{group, kind, sim_.now(), g.counter});
+  signal_(signals_.back());
+}
+
+void DataAvailabilityManager::maybe_all_ready() {
+  if (all_ready_at_ || !expected_ || global_ < *expected_) return;
+  all_ready_at_ = sim_.now();
+  for (auto& [id, g] : groups_) {
+    if (g.signalled) continue;
+    emit(id, g, g.counter > 0 ? DamSignalKind::PartialReady : DamSignalKind::Retired);
+  }
+}
+
+uint64_t DataAvailabilityManager::counter(uint32_t group) const {
+  const auto it = groups_.find(group);
+  return it == groups_.end() ? 0 : it->second.counter;
+}
+
+nlohmann::json DataAvailabilityManager::stats() const {
+  return {{"acks", acks_},
+          {"releases", releases_},
+          {"partial_releases", partial_releases_},
+          {"retired_groups", retired_},
+          {"counted_bytes", global_},
+          {"unmatched_ack_bytes", unmatched_bytes_},
+          {"acks_after_all_ready", acks_after_all_ready_},
+          {"all_ready_ps", all_ready_at_ ? nlohmann::json(all_ready_at_->ps()) : nlohmann::json(nullptr)}};
+}
+
+}  // namespace moehub

@@ -1,0 +1,66 @@
+#pragma once
+// Plain configuration structs of the hub's units, built from a resolved Config by `from` (tests
+// build them by hand). Field comments give units; values live in configs/hardware/*.toml.
+
+#include <cstdint>
+
+#include "config/config.h"
+#include "sim/frequency.h"
+#include "sim/time.h"
+
+namespace moehub {
+
+struct AauConfig {
+  Frequency clock;                   // hub clock
+  uint32_t rat_entries = 0;          // mappings the RAT caches
+  uint32_t rat_banks = 1;
+  uint32_t rat_ports_per_bank = 1;   // accesses per bank per cycle
+  uint32_t rat_lookup_cycles = 0;    // per RAT access (lookup, fill)
+  uint32_t apt_entries = 0;          // regions per hub
+  uint32_t apt_cycles = 0;           // RowPointer read-and-increment
+  uint32_t row_id_bits = 32;         // RowIDs must fit
+  uint32_t local_row_id_bits = 20;   // region capacities must fit
+  uint32_t row_offset_bits = 16;     // region row sizes must fit
+  uint64_t spill_entry_bytes = 32;   // memory traffic per spill or restore of one mapping
+  static AauConfig from(const Config& c);
+};
+
+struct RpmConfig {
+  Frequency clock;
+  uint32_t partitions = 1;           // most peers served
+  uint32_t entries_per_peer = 1;
+  uint32_t entry_bytes = 128;        // one packet's payload
+  uint32_t mask_granule_bytes = 4;   // bytes per validity bit
+  Time timer_bypass = Time::zero();  // zero: no bypass
+  uint32_t issue_cycles = 1;         // cycles between emitted packets
+  static RpmConfig from(const Config& c);
+};
+
+struct DamConfig {
+  Frequency clock;
+  uint32_t table_entries = 1;
+  uint32_t counter_bits = 24;
+  uint32_t global_counter_bits = 40;
+  uint32_t lookup_cycles = 0;
+  static DamConfig from(const Config& c);
+};
+
+struct AreaConfig {
+  uint32_t technology_nm = 7;
+  double sram_mbit_per_mm2 = 26.0;
+  double dual_port_factor = 2.0;
+  double cam_factor = 2.0;
+  double gpu_die_mm2 = 814.0;
+  static AreaConfig from(const Config& c);
+};
+
+struct HubConfig {
+  uint32_t address_bits = 49;
+  AauConfig aau;
+  RpmConfig rpm;
+  DamConfig dam;
+  AreaConfig area;
+  static HubConfig from(const Config& c);
+};
+
+}  // namespace moehub

@@ -1,0 +1,72 @@
+#include "hub/packet_scheduler.h"
+
+namespace moehub {
+
+PacketScheduler::PacketScheduler(Simulator& sim, RemoteWriteBufferPool& pool, PacketPort& port)
+    : sim_(sim), pool_(pool), port_(port), clock_(pool.config().clock), blocked_(pool.peers(), false) {}
+
+void PacketScheduler::wake() {
+  if (sim_.pending(pump_event_)) return;
+  // Pumps run on hub cycle edges, no earlier than the next issue slot.
+  const Time at = max(clock_.time_of(clock_.cycle_at_or_after(sim_.now())), next_issue_);
+  pump_event_ = sim_.schedule_at(at, [this] { pump(); });
+}
+
+void PacketScheduler::pump() {
+  const Time now = sim_.now();
+  const uint32_t n = pool_.peers();
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t peer = (next_partition_ + i) % n;
+    if (blocked_[peer]) continue;
+    const auto pick = pool_.candidate(peer, now);
+    if (!pick) continue;
+    const HubPacket pkt = pool_.packet(peer, *pick);
+    if (!port_.try_send(pkt)) {
+      ++refusals_;
+      blocked_[peer] = true;
+      port_.notify_when_ready(peer, [this, peer] {
+        blocked_[peer] = false;
+        wake();
+      });
+      continue;
+    }
+    pool_.take(peer, *pick);
+    ++packets_;
+    payload_bytes_ += pkt.payload_bytes;
+    if (pkt.timer_bypass) ++bypasses_;
+    else if (pkt.flushed) ++flushed_packets_;
+    else ++full_packets_;
+    next_partition_ = (peer + 1) % n;
+    next_issue_ = clock_.time_of(clock_.cycle_at_or_after(now) + pool_.config().issue_cycles);
+    if (freed_hook_) freed_hook_(peer);
+    wake();
+    return;
+  }
+  arm_timer();
+}
+
+void PacketScheduler::arm_timer() {
+  Time earliest = Time::max();
+  for (uint32_t peer = 0; peer < pool_.peers(); ++peer) {
+    if (blocked_[peer]) continue;
+    if (const auto due = pool_.next_deadline(peer)) earliest = min(earliest, *due);
+  }
+  if (earliest == Time::max()) return;
+  if (sim_.pending(timer_event_) && timer_at_ <= earliest) return;
+  sim_.cancel(timer_event_);
+  timer_at_ = earliest;
+  timer_event_ = sim_.schedule_at(max(earliest, sim_.now()), [this] { wake(); });
+}
+
+nlohmann::json PacketScheduler::stats() const {
+  const double capacity = static_cast<double>(packets_) * pool_.config().entry_bytes;
+  return {{"packets", packets_},
+          {"payload_bytes", payload_bytes_},
+          {"mean_packet_fill", packets_ ? static_cast<double>(payload_bytes_) / capacity : 0.0},
+          {"full_packets", full_packets_},
+          {"timer_bypasses", bypasses_},
+          {"flushed_packets", flushed_packets_},
+          {"port_refusals", refusals_}};
+}
+
+}  // namespace moehub

@@ -1,0 +1,178 @@
+#include "hub/remote_write_buffer_pool.h"
+
+#include <algorithm>
+#include <bit>
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "sim/error.h"
+
+namespace moehub {
+
+size_t RemoteWriteBufferPool::KeyHash::operator()(const Key& k) const {
+  uint64_t x = k.line * 0x9E3779B97F4A7C15ULL;
+  x ^= (k.line_in_row + (static_cast<uint64_t>(k.malloc_bits) << 20)) * 0xC2B2AE3D27D4EB4FULL;
+  x ^= (static_cast<uint64_t>(k.rowsp) << 1) | static_cast<uint64_t>(k.nop);
+  return static_cast<size_t>(x ^ (x >> 31));
+}
+
+RemoteWriteBufferPool::RemoteWriteBufferPool(const RpmConfig& config, uint32_t peers) : cfg_(config), parts_(peers) {
+  if (peers == 0) throw std::logic_error("RemoteWriteBufferPool: no peers");
+  if (peers > cfg_.partitions) {
+    throw UserError("hub.rpm.partitions",
+                    fmt::format("{} peers need {} buffer partitions; the hub has {}", peers, peers, cfg_.partitions));
+  }
+  if (cfg_.entry_bytes == 0 || cfg_.mask_granule_bytes == 0 || cfg_.entry_bytes % cfg_.mask_granule_bytes != 0 ||
+      cfg_.entry_bytes / cfg_.mask_granule_bytes > 64) {
+    throw std::logic_error("RemoteWriteBufferPool: entry_bytes must be 1 to 64 whole granules");
+  }
+  granules_ = cfg_.entry_bytes / cfg_.mask_granule_bytes;
+  full_mask_ = granules_ == 64 ? ~uint64_t{0} : (uint64_t{1} << granules_) - 1;
+  for (Partition& p : parts_) {
+    p.slots.resize(cfg_.entries_per_peer);
+    for (uint32_t s = cfg_.entries_per_peer; s-- > 0;) p.free.push_back(s);
+  }
+}
+
+RemoteWriteBufferPool::Order RemoteWriteBufferPool::order_of(const Entry& e, uint32_t slot) const {
+  const uint8_t cls = e.key.nop ? 1 : 0;
+  if (!e.key.rowsp) return {cls, 0, e.seq, 0, slot};
+  return {cls, 1, e.key.line, e.key.line_in_row, slot};
+}
+
+void RemoteWriteBufferPool::make_ready(Partition& p, uint32_t slot) {
+  Entry& e = p.slots[slot];
+  if (e.ready) return;
+  e.ready = true;
+  p.ready.insert(order_of(e, slot));
+}
+
+bool RemoteWriteBufferPool::try_insert(uint32_t peer, const RemoteStore& s, Time now) {
+  if (peer >= parts_.size()) throw std::logic_error(fmt::format("RPM: no partition for peer {}", peer));
+  if (s.bytes == 0) throw std::logic_error("RPM: a store of zero bytes");
+  const uint64_t start = s.rowsp ? s.row_offset : s.address;
+  const uint32_t g = cfg_.mask_granule_bytes;
+  if (start % g != 0 || s.bytes % g != 0) {
+    throw UserError("hub.rpm.mask_granule_bytes",
+                    fmt::format("a {} B store at {} is not made of whole {} B granules", s.bytes, start, g));
+  }
+  Partition& p = parts_[peer];
+  struct Piece {
+    Key key;
+    uint64_t mask;
+  };
+  std::vector<Piece> pieces;
+  uint32_t new_entries = 0;
+  for (uint64_t at = start, end = start + s.bytes; at < end;) {
+    const uint64_t line = at / cfg_.entry_bytes;
+    const uint64_t line_end = std::min<uint64_t>(end, (line + 1) * cfg_.entry_bytes);
+    const uint64_t first = (at % cfg_.entry_bytes) / g;
+    const uint64_t count = (line_end - at) / g;
+    const uint64_t mask = (count == 64 ? ~uint64_t{0} : ((uint64_t{1} << count) - 1)) << first;
+    Key key = s.rowsp ? Key{true, s.nop, s.malloc_id.bits(), s.row_id, line}
+                      : Key{false, s.nop, 0, line * cfg_.entry_bytes, 0};
+    if (!p.index.count(key)) ++new_entries;
+    pieces.push_back(Piece{key, mask});
+    at = line_end;
+  }
+  if (new_entries > p.free.size()) return false;
+
+  ++stores_;
+  for (const Piece& piece : pieces) {
+    uint32_t slot;
+    if (auto it = p.index.find(piece.key); it != p.index.end()) {
+      slot = it->second;
+      ++merges_;
+    } else {
+      slot = p.free.back();
+      p.free.pop_back();
+      Entry& e = p.slots[slot];
+      e = Entry{piece.key, 0, 0, now, next_seq_++, true, false};
+      p.index.emplace(piece.key, slot);
+      p.partial_by_age.emplace_back(e.seq, slot);
+    }
+    Entry& e = p.slots[slot];
+    e.mask |= piece.mask;
+    ++e.pieces;
+    if (e.mask == full_mask_) make_ready(p, slot);
+  }
+  return true;
+}
+
+void RemoteWriteBufferPool::drop_stale_partials(Partition& p) {
+  while (!p.partial_by_age.empty()) {
+    const auto [seq, slot] = p.partial_by_age.front();
+    const Entry& e = p.slots[slot];
+    if (e.live && e.seq == seq && !e.ready) return;
+    p.partial_by_age.pop_front();
+  }
+}
+
+std::optional<Time> RemoteWriteBufferPool::next_deadline(uint32_t peer) {
+  if (cfg_.timer_bypass == Time::zero()) return std::nullopt;
+  Partition& p = parts_[peer];
+  drop_stale_partials(p);
+  if (p.partial_by_age.empty()) return std::nullopt;
+  return p.slots[p.partial_by_age.front().second].created + cfg_.timer_bypass;
+}
+
+std::optional<RemoteWriteBufferPool::Pick> RemoteWriteBufferPool::candidate(uint32_t peer, Time now) {
+  Partition& p = parts_[peer];
+  if (const auto due = next_deadline(peer); due && *due <= now) return Pick{p.partial_by_age.front().second, true};
+  if (p.ready.empty()) return std::nullopt;
+  return Pick{std::get<4>(*p.ready.begin()), false};
+}
+
+HubPacket RemoteWriteBufferPool::packet(uint32_t peer, const Pick& pick) const {
+  const Entry& e = parts_[peer].slots[pick.slot];
+  if (!e.live) throw std::logic_error("RPM: packet from a free entry");
+  HubPacket pkt;
+  pkt.peer = peer;
+  pkt.rowsp = e.key.rowsp;
+  pkt.nop = e.key.nop;
+  if (e.key.rowsp) {
+    pkt.malloc_id = MallocId::from_bits(e.key.malloc_bits);
+    pkt.row_id = e.key.line;
+    pkt.row_offset = e.key.line_in_row * cfg_.entry_bytes;
+  } else {
+    pkt.address = e.key.line;
+  }
+  pkt.valid_mask = e.mask;
+  pkt.granule_bytes = cfg_.mask_granule_bytes;
+  pkt.payload_bytes = static_cast<uint32_t>(std::popcount(e.mask)) * cfg_.mask_granule_bytes;
+  pkt.stores_merged = e.pieces;
+  pkt.first_store = e.created;
+  pkt.timer_bypass = pick.bypass;
+  pkt.flushed = !pick.bypass && e.mask != full_mask_;
+  return pkt;
+}
+
+void RemoteWriteBufferPool::take(uint32_t peer, const Pick& pick) {
+  Partition& p = parts_[peer];
+  Entry& e = p.slots[pick.slot];
+  if (!e.live) throw std::logic_error("RPM: take of a free entry");
+  if (e.ready) p.ready.erase(order_of(e, pick.slot));
+  p.index.erase(e.key);
+  e.live = false;
+  p.free.push_back(pick.slot);
+}
+
+void RemoteWriteBufferPool::flush() {
+  for (Partition& p : parts_) {
+    for (uint32_t s = 0; s < p.slots.size(); ++s) {
+      if (p.slots[s].live) make_ready(p, s);
+    }
+  }
+}
+
+uint32_t RemoteWriteBufferPool::free_entries(uint32_t peer) const {
+  return static_cast<uint32_t>(parts_[peer].free.size());
+}
+
+size_t RemoteWriteBufferPool::buffered() const {
+  size_t n = 0;
+  for (const Partition& p : parts_) n += p.slots.size() - p.free.size();
+  return n;
+}
+
+}  // namespace moehub

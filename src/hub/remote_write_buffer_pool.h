@@ -1,0 +1,101 @@
+#pragma once
+// Remote Write Buffer Pool (paper IV-B1): the RPM's front end. One fully associative partition
+// per peer; each entry holds one line (`entry_bytes`, a packet's payload) and a validity mask.
+// A store merges into an entry with the same key and priority class: the cache-line address for
+// st., (MallocID, RowID, RowOffset line) for st.rowsp. The pool also answers which entry of a
+// partition the scheduler should send next (the policy is documented at candidate()).
+
+#include <cstdint>
+#include <deque>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "hub/hub_config.h"
+#include "hub/hub_packet.h"
+
+namespace moehub {
+
+class RemoteWriteBufferPool {
+ public:
+  RemoteWriteBufferPool(const RpmConfig& config, uint32_t peers);
+
+  // Merges the store (split at line boundaries) into `peer`'s partition. False, with nothing
+  // changed, when it needs more new entries than are free. UserError if the store is not made
+  // of whole mask granules.
+  bool try_insert(uint32_t peer, const RemoteStore& store, Time now);
+
+  struct Pick {
+    uint32_t slot;
+    bool bypass;
+  };
+  // The entry `peer` should send next, if any:
+  //  1. timer bypass: the oldest partly filled entry whose age reached timer_bypass;
+  //  2. otherwise among ready entries (mask full, or present at the last flush): the priority
+  //     class before .nop; within a class, ordinary stores first in arrival order, then st.rowsp
+  //     by smallest RowID, then by line within the row.
+  // Partly filled entries never leave by rule 2 until they fill or are flushed.
+  std::optional<Pick> candidate(uint32_t peer, Time now);
+  // The packet the entry would make; take() removes the entry.
+  HubPacket packet(uint32_t peer, const Pick& pick) const;
+  void take(uint32_t peer, const Pick& pick);
+
+  // Makes every entry now buffered ready (a fence or kernel end drains partial entries).
+  void flush();
+  // When the oldest partly filled entry of `peer` becomes due for the timer bypass.
+  std::optional<Time> next_deadline(uint32_t peer);
+
+  uint32_t peers() const { return static_cast<uint32_t>(parts_.size()); }
+  uint32_t free_entries(uint32_t peer) const;
+  size_t buffered() const;
+  uint64_t stores() const { return stores_; }
+  uint64_t merges() const { return merges_; }
+  const RpmConfig& config() const { return cfg_; }
+
+ private:
+  struct Key {
+    bool rowsp;
+    bool nop;
+    uint32_t malloc_bits;
+    uint64_t line;  // st.: line address; st.rowsp: RowID
+    uint64_t line_in_row;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
+  };
+  struct Entry {
+    Key key;
+    uint64_t mask = 0;
+    uint32_t pieces = 0;
+    Time created;
+    uint64_t seq = 0;
+    bool live = false;
+    bool ready = false;
+  };
+  // (class, kind rank, major, minor, slot): std::set order is the send order.
+  using Order = std::tuple<uint8_t, uint8_t, uint64_t, uint64_t, uint32_t>;
+  struct Partition {
+    std::vector<Entry> slots;
+    std::vector<uint32_t> free;
+    std::unordered_map<Key, uint32_t, KeyHash> index;
+    std::set<Order> ready;
+    std::deque<std::pair<uint64_t, uint32_t>> partial_by_age;  // (seq, slot), oldest first
+  };
+
+  Order order_of(const Entry& e, uint32_t slot) const;
+  void make_ready(Partition& p, uint32_t slot);
+  void drop_stale_partials(Partition& p);
+
+  RpmConfig cfg_;
+  uint32_t granules_;
+  uint64_t full_mask_;
+  std::vector<Partition> parts_;
+  uint64_t next_seq_ = 0;
+  uint64_t stores_ = 0, merges_ = 0;
+};
+
+}  // namespace moehub

@@ -1,0 +1,54 @@
+#include "hub/runtime_packet_manager.h"
+
+namespace moehub {
+
+RuntimePacketManager::RuntimePacketManager(Simulator& sim, const RpmConfig& config, uint32_t peers, PacketPort& port)
+    : sim_(sim), pool_(config, peers), scheduler_(sim, pool_, port), space_waiters_(peers) {
+  scheduler_.on_entry_freed([this](uint32_t peer) { entry_freed(peer); });
+}
+
+bool RuntimePacketManager::try_store(uint32_t peer, const RemoteStore& store) {
+  if (!pool_.try_insert(peer, store, sim_.now())) {
+    ++store_refusals_;
+    return false;
+  }
+  scheduler_.wake();
+  return true;
+}
+
+void RuntimePacketManager::notify_when_space(uint32_t peer, Callback ready) {
+  space_waiters_.at(peer).push_back(std::move(ready));
+}
+
+void RuntimePacketManager::flush() {
+  pool_.flush();
+  scheduler_.wake();
+}
+
+void RuntimePacketManager::notify_when_drained(Callback done) {
+  if (pool_.buffered() == 0) {
+    sim_.schedule_in(Time::zero(), std::move(done));
+    return;
+  }
+  drain_waiters_.push_back(std::move(done));
+}
+
+void RuntimePacketManager::entry_freed(uint32_t peer) {
+  // Waiters run as events, not inside the scheduler's pump; each may store again or re-register.
+  for (Callback& cb : space_waiters_[peer]) sim_.schedule_in(Time::zero(), std::move(cb));
+  space_waiters_[peer].clear();
+  if (pool_.buffered() == 0) {
+    for (Callback& cb : drain_waiters_) sim_.schedule_in(Time::zero(), std::move(cb));
+    drain_waiters_.clear();
+  }
+}
+
+nlohmann::json RuntimePacketManager::stats() const {
+  nlohmann::json j = scheduler_.stats();
+  j["stores"] = pool_.stores();
+  j["merges"] = pool_.merges();
+  j["store_refusals"] = store_refusals_;
+  return j;
+}
+
+}  // namespace moehub

@@ -1,0 +1,48 @@
+#pragma once
+// Runtime Packet Manager (paper IV-B): the buffer pool and its scheduler at the hub's egress.
+// The SM side stores into it (try_store / notify_when_space: the store-port contract, refuse
+// and call back); the network side is a PacketPort.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "hub/hub_config.h"
+#include "hub/hub_packet.h"
+#include "hub/packet_scheduler.h"
+#include "hub/remote_write_buffer_pool.h"
+#include "sim/simulator.h"
+
+namespace moehub {
+
+class RuntimePacketManager {
+ public:
+  // `peers`: destination GPUs this hub sends to, numbered 0..peers-1 (the caller maps GPU ids).
+  RuntimePacketManager(Simulator& sim, const RpmConfig& config, uint32_t peers, PacketPort& port);
+
+  // Accepts the store into `peer`'s partition, or refuses it (partition full) with no change.
+  bool try_store(uint32_t peer, const RemoteStore& store);
+  // After a refusal: `ready` runs once, when an entry of `peer`'s partition has been freed.
+  void notify_when_space(uint32_t peer, Callback ready);
+  // A fence or kernel end: every entry buffered now may leave even if partly merged.
+  void flush();
+  // `done` runs once the buffer is empty (immediately, as an event, if it already is).
+  void notify_when_drained(Callback done);
+
+  size_t buffered() const { return pool_.buffered(); }
+  const RemoteWriteBufferPool& pool() const { return pool_; }
+  // stores, merges, packets, mean_packet_fill, timer_bypasses, ...
+  nlohmann::json stats() const;
+
+ private:
+  void entry_freed(uint32_t peer);
+
+  Simulator& sim_;
+  RemoteWriteBufferPool pool_;
+  PacketScheduler scheduler_;
+  std::vector<std::vector<Callback>> space_waiters_;
+  std::vector<Callback> drain_waiters_;
+  uint64_t store_refusals_ = 0;
+};
+
+}  // namespace moehub

@@ -1,0 +1,128 @@
+// End-to-end tests of `moehub area` through the program: output, overrides, bad input.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result moehub(const std::vector<std::string>& args) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path dir = fs::temp_directory_path() / fmt::format("moehub-area-{}-{}", ::getpid(), info->name());
+  fs::create_directories(dir);
+  std::string cmd = std::string("'") + MOEHUB_BINARY + "'";
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += fmt::format(" >'{}' 2>'{}' </dev/null", (dir / "stdout").string(), (dir / "stderr").string());
+  Result r;
+  const int raw = std::system(cmd.c_str());
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128;
+  r.out = slurp(dir / "stdout");
+  r.err = slurp(dir / "stderr");
+  fs::remove_all(dir);
+  return r;
+}
+
+void expect_bad_input(const std::vector<std::string>& args, const std::string& fragment) {
+  const Result r = moehub(args);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("moehub: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(fragment), std::string::npos) << "stderr: " << r.err << "\nexpected: " << fragment;
+}
+
+nlohmann::json area_json(std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"area", "--format", "json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const Result r = moehub(args);
+  EXPECT_EQ(r.status, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+uint64_t bits_of(const nlohmann::json& j, const std::string& structure) {
+  for (const auto& s : j["structures"]) {
+    if (s["structure"] == structure) return s["bits"].get<uint64_t>();
+  }
+  ADD_FAILURE() << "no structure " << structure;
+  return 0;
+}
+
+TEST(CliArea, JsonHasEveryStructureTheTotalAndThePaperFigure) {
+  const auto j = area_json();
+  EXPECT_EQ(j["hardware"], "dgx-h800");
+  EXPECT_EQ(j["technology_nm"], 7);
+  EXPECT_GT(j["total_mm2"].get<double>(), 0.0);
+  EXPECT_EQ(j["paper"]["total_mm2"], 0.49);
+  double sum = 0;
+  uint64_t bits = 0;
+  for (const auto& s : j["structures"]) {
+    sum += s["mm2"].get<double>();
+    bits += s["bits"].get<uint64_t>();
+  }
+  EXPECT_NEAR(j["total_mm2"].get<double>(), sum, 1e-12);
+  EXPECT_EQ(j["total_bits"].get<uint64_t>(), bits);
+  // dgx-h800: RAT 4096 entries, tag = valid 1 + region log2(64) = 6 + RowID 32.
+  EXPECT_EQ(bits_of(j, "rat.tags"), 4096u * 39);
+  EXPECT_EQ(bits_of(j, "rpm.data"), 8u * 32 * 1024);
+  for (const char* s : {"rat.data", "apt.tags", "apt.data", "rpm.tags", "rpm.mask_age", "dam.table_ranges",
+                        "dam.table_data", "dam.counters", "dam.global"}) {
+    EXPECT_GT(bits_of(j, s), 0u) << s;
+  }
+}
+
+TEST(CliArea, SetOverridesReachTheEstimate) {
+  const auto base = area_json();
+  const auto big = area_json({"--set", "hub.rat.entries=8192", "--set", "hub.area.sram_mbit_per_mm2=13"});
+  EXPECT_EQ(bits_of(big, "rat.tags"), 2 * bits_of(base, "rat.tags"));
+  EXPECT_NEAR(big["structures"][0]["mm2"].get<double>(), 4 * base["structures"][0]["mm2"].get<double>(), 1e-12);
+}
+
+TEST(CliArea, TableFormatShowsTotalAndPaper) {
+  const Result r = moehub({"area"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("rat.tags"), std::string::npos);
+  EXPECT_NE(r.out.find("total"), std::string::npos);
+  EXPECT_NE(r.out.find("paper VI-E: 0.49 mm^2 at 7 nm"), std::string::npos);
+}
+
+TEST(CliAreaBadInput, ZeroRatEntries) {
+  expect_bad_input({"area", "--set", "hub.rat.entries=0"}, "hub.rat.entries: must be at least 1");
+}
+TEST(CliAreaBadInput, MoreBanksThanEntries) {
+  expect_bad_input({"area", "--set", "hub.rat.entries=8"}, "hub.rat.banks: 16 banks for 8 entries");
+}
+TEST(CliAreaBadInput, GranuleNotDividingTheEntry) {
+  expect_bad_input({"area", "--set", "hub.rpm.mask_granule_bytes=48B"}, "hub.rpm.mask_granule_bytes");
+}
+TEST(CliAreaBadInput, UnknownHubKey) { expect_bad_input({"area", "--set", "hub.rat.ways=4"}, "unknown key 'hub.rat.ways'"); }
+TEST(CliAreaBadInput, UnknownFormat) { expect_bad_input({"area", "--format", "xml"}, "--format"); }
+TEST(CliAreaBadInput, UnknownHardware) { expect_bad_input({"area", "--hardware", "dgx-z900"}, "run.hardware"); }
+TEST(CliAreaBadInput, NonPositiveDensity) {
+  expect_bad_input({"area", "--set", "hub.area.sram_mbit_per_mm2=0"}, "hub.area.sram_mbit_per_mm2: must be greater than 0");
+}
+
+}  // namespace

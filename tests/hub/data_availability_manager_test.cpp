@@ -1,0 +1,163 @@
+#include <gtest/gtest.h>
+
+#include "hub/data_availability_manager.h"
+#include "sim/error.h"
+
+namespace moehub {
+namespace {
+
+DamConfig small_dam(uint32_t entries = 16) {
+  DamConfig c;
+  c.clock = Frequency::hertz(1000000000);  // 1 cycle = 1000 ps
+  c.table_entries = entries;
+  c.counter_bits = 24;
+  c.global_counter_bits = 40;
+  c.lookup_cycles = 2;
+  return c;
+}
+
+class DamTest : public ::testing::Test {
+ protected:
+  DamTest() : dam(sim, small_dam(), [this](const DamSignal& s) { seen.push_back(s); }) {}
+  void ack_at(Time t, uint64_t address, uint64_t bytes) {
+    sim.schedule_at(t, [this, address, bytes] { dam.on_write_ack(address, bytes); });
+  }
+  // Rows of 256 B at 0x10000, M-tile 4 rows, 14 rows allocated -> tiles of 4, 4, 4, 2 rows.
+  static constexpr uint64_t kBase = 0x10000, kRow = 256;
+  ConsumerTiling tiling() const { return ConsumerTiling{kBase, kRow, kRow, 4, 14, 10}; }
+  uint64_t row(uint64_t r) const { return kBase + r * kRow; }
+
+  Simulator sim;
+  std::vector<DamSignal> seen;
+  DataAvailabilityManager dam;
+};
+
+TEST_F(DamTest, TilingBuildsOneEntryPerMTile) {
+  EXPECT_EQ(dam.add_tiling(tiling()), 4u);
+  const auto& e = dam.table().entries();
+  ASSERT_EQ(e.size(), 4u);
+  EXPECT_EQ(e[0].begin, kBase);
+  EXPECT_EQ(e[0].end, kBase + 4 * kRow);
+  EXPECT_EQ(e[0].group, 10u);
+  EXPECT_EQ(e[0].threshold_bytes, 4 * kRow);
+  EXPECT_EQ(e[3].begin, kBase + 12 * kRow);
+  EXPECT_EQ(e[3].end, kBase + 14 * kRow);  // the partial last tile covers only its 2 rows
+  EXPECT_EQ(e[3].group, 13u);
+}
+
+TEST_F(DamTest, ReleasesExactlyAtTheThreshold) {
+  dam.add_tiling(tiling());
+  // Group 10 needs 1024 B. Seven 128 B acks, one per ns, leave it 128 B short.
+  for (int i = 0; i < 7; ++i) ack_at(Time::from_ns(i), row(0) + 128 * i, 128);
+  sim.run();
+  EXPECT_TRUE(seen.empty());
+  EXPECT_EQ(dam.counter(10), 896u);
+  ack_at(Time::from_ns(20), row(3) + 128, 128);  // the last 128 B of the tile
+  sim.run();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].group, 10u);
+  EXPECT_EQ(seen[0].kind, DamSignalKind::Ready);
+  EXPECT_EQ(seen[0].at.ps(), 22000);  // ack at 20 ns + 2 lookup cycles
+  EXPECT_EQ(seen[0].counted_bytes, 1024u);
+  // More data for a released group signals nothing again.
+  ack_at(Time::from_ns(30), row(0), 128);
+  sim.run();
+  EXPECT_EQ(seen.size(), 1u);
+  EXPECT_EQ(dam.stats()["releases"], 1);
+}
+
+TEST_F(DamTest, AllReadyReleasesThePartialTileAndRetiresEmptyGroups) {
+  dam.add_tiling(tiling());
+  // 9 rows arrive (rows 0-8): tiles 10 and 11 fill, tile 12 holds 1 of 4 rows, tile 13 none.
+  dam.set_expected_total(9 * kRow);
+  for (uint64_t r = 0; r < 9; ++r) {
+    ack_at(Time::from_ns(10 * static_cast<int64_t>(r)), row(r), 128);
+    ack_at(Time::from_ns(10 * static_cast<int64_t>(r) + 5), row(r) + 128, 128);
+  }
+  sim.run();
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0].group, 10u);
+  EXPECT_EQ(seen[0].at.ps(), 37000);  // row 3's second half: 35 ns + 2
+  EXPECT_EQ(seen[1].group, 11u);
+  EXPECT_EQ(seen[1].at.ps(), 77000);
+  EXPECT_EQ(seen[2].group, 12u);
+  EXPECT_EQ(seen[2].kind, DamSignalKind::PartialReady);
+  EXPECT_EQ(seen[2].at.ps(), 87000);  // the last ack (85 ns) completes the global count
+  EXPECT_EQ(seen[2].counted_bytes, kRow);
+  EXPECT_EQ(seen[3].group, 13u);
+  EXPECT_EQ(seen[3].kind, DamSignalKind::Retired);
+  EXPECT_EQ(seen[3].at.ps(), 87000);
+  EXPECT_EQ(dam.all_ready_time(), Time::from_ns(87));
+  const auto st = dam.stats();
+  EXPECT_EQ(st["releases"], 2);
+  EXPECT_EQ(st["partial_releases"], 1);
+  EXPECT_EQ(st["retired_groups"], 1);
+  EXPECT_EQ(st["all_ready_ps"], 87000);
+}
+
+TEST_F(DamTest, ExpectedTotalReachedBeforeItIsKnownFiresWhenSet) {
+  dam.add_tiling(tiling());
+  ack_at(Time::zero(), row(0), 256);
+  sim.schedule_at(Time::from_ns(50), [&] { dam.set_expected_total(256); });
+  sim.run();
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0].kind, DamSignalKind::PartialReady);
+  EXPECT_EQ(seen[0].at, Time::from_ns(50));
+  for (int i = 1; i < 4; ++i) EXPECT_EQ(seen[i].kind, DamSignalKind::Retired);
+}
+
+TEST_F(DamTest, ZeroExpectedRetiresEveryGroup) {
+  dam.add_tiling(tiling());
+  dam.set_expected_total(0);
+  sim.run();
+  ASSERT_EQ(seen.size(), 4u);
+  for (const auto& s : seen) EXPECT_EQ(s.kind, DamSignalKind::Retired);
+}
+
+TEST_F(DamTest, OnlyTheCountedPartOfARowCounts) {
+  // Rows of 272 B: 256 B of data and a 16 B source-metadata column sent with st.rowsp.nop.
+  dam.add_tiling(ConsumerTiling{0, 272, 256, 2, 2, 0});
+  ack_at(Time::zero(), 0, 272);    // row 0 whole: 256 counted
+  ack_at(Time::zero(), 272 + 256, 16);  // row 1's metadata: nothing counted
+  sim.run();
+  EXPECT_EQ(dam.counter(0), 256u);
+  EXPECT_TRUE(seen.empty());
+  ack_at(Time::from_ns(5), 272, 256);
+  sim.run();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].at.ps(), 7000);
+}
+
+TEST_F(DamTest, UnmatchedAcksAndResetDropNothingSilently) {
+  dam.add_tiling(tiling());
+  ack_at(Time::zero(), 0x999999, 128);
+  sim.run();
+  EXPECT_EQ(dam.stats()["unmatched_ack_bytes"], 128);
+  dam.on_write_ack(row(0), 1024);  // in the lookup pipeline when the DAM is reset
+  dam.reset();
+  sim.run();
+  EXPECT_TRUE(seen.empty());
+  EXPECT_TRUE(dam.table().entries().empty());
+}
+
+TEST(Dam, TooSmallTablesAndCountersAreConfigurationErrors) {
+  Simulator sim;
+  DataAvailabilityManager dam(sim, small_dam(3), [](const DamSignal&) {});
+  try {
+    dam.add_tiling(ConsumerTiling{0, 256, 256, 4, 14, 0});
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.where(), "hub.dam.table_entries");
+  }
+  EXPECT_TRUE(dam.table().entries().empty());  // nothing half-programmed
+  DamConfig narrow = small_dam();
+  narrow.counter_bits = 10;  // counts up to 1023 B: a 1024 B tile does not fit
+  DataAvailabilityManager small(sim, narrow, [](const DamSignal&) {});
+  EXPECT_THROW(small.add_tiling(ConsumerTiling{0, 256, 256, 4, 4, 0}), UserError);
+  narrow.global_counter_bits = 8;
+  DataAvailabilityManager tiny(sim, narrow, [](const DamSignal&) {});
+  EXPECT_THROW(tiny.set_expected_total(256), UserError);
+}
+
+}  // namespace
+}  // namespace moehub
