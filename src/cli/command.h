@@ -22,5 +22,8 @@ struct CliContext {
 void add_run_command(CLI::App& app, CliContext& ctx);
 void add_list_command(CLI::App& app, CliContext& ctx);
 void add_validate_command(CLI::App& app, CliContext& ctx);
+// `bench` and its sub-benchmarks (each registers itself on the `bench` subcommand).
+void add_bench_command(CLI::App& app, CliContext& ctx);
+void add_bench_gemm_command(CLI::App& bench, CliContext& ctx);
 
 }  // namespace moehub

@@ -1,0 +1,14 @@
+// `moehub bench`: microbenchmarks of one component at a time; each sub-benchmark lives in its
+// own file (bench_gemm_command.cpp, ...).
+
+#include "cli/command.h"
+
+namespace moehub {
+
+void add_bench_command(CLI::App& app, CliContext& ctx) {
+  auto* bench = app.add_subcommand("bench", "Microbenchmarks of single components of the model");
+  bench->require_subcommand(1);
+  add_bench_gemm_command(*bench, ctx);
+}
+
+}  // namespace moehub
