@@ -25,6 +25,7 @@ void add_validate_command(CLI::App& app, CliContext& ctx);
 // `bench` and its sub-benchmarks (each adds itself to the `bench` subcommand).
 void add_bench_command(CLI::App& app, CliContext& ctx);
 void add_bench_net_command(CLI::App& bench, CliContext& ctx);
+void add_bench_gemm_command(CLI::App& bench, CliContext& ctx);
 void add_area_command(CLI::App& app, CliContext& ctx);
 
 }  // namespace moehub

@@ -14,6 +14,7 @@ ParamRegistry build_param_registry() {
   declare_workload_params(r);
   declare_model_params(r);
   declare_gpu_params(r);
+  declare_host_params(r);
   declare_net_params(r);
   declare_hub_params(r);
   return r;

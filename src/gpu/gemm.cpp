@@ -1,0 +1,110 @@
+#include "gpu/gemm.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <memory>
+
+#include "sim/bandwidth.h"
+#include "sim/error.h"
+
+namespace moehub::gpu {
+namespace {
+
+uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+class GemmProgram final : public BlockProgram {
+ public:
+  GemmProgram(GemmModel model, GemmHooks hooks) : model_(std::move(model)), hooks_(std::move(hooks)) {}
+
+  // `user` remembers whether the block began with a hook step (then the math is step 1).
+  Step next(BlockState& b) override {
+    const GemmTile t = model_.tile(b.block);
+    if (b.step == 0 && hooks_.before) {
+      if (std::optional<Step> first = hooks_.before(t)) {
+        b.user = 1;
+        return *first;
+      }
+    }
+    if (b.step == b.user) return Step::compute_memory(t.compute, t.hbm_bytes);
+    if (!hooks_.after) return Step::done();
+    return hooks_.after(t, static_cast<uint32_t>(b.step - b.user - 1));
+  }
+
+ private:
+  GemmModel model_;
+  GemmHooks hooks_;
+};
+
+}  // namespace
+
+GemmModel::GemmModel(const GpuConfig& gpu, GemmProblem problem)
+    : tile_(gpu.gemm_tile),
+      problem_(std::move(problem)),
+      sm_flops_per_second_(gpu.sm_tensor_flops_per_second()),
+      threads_(gpu.gemm_threads_per_block),
+      blocks_per_sm_(gpu.gemm_blocks_per_sm) {
+  if (tile_.m == 0) throw UserError("gpu.gemm_tile_m", "must be at least 1");
+  if (tile_.n == 0) throw UserError("gpu.gemm_tile_n", "must be at least 1");
+  if (tile_.k == 0) throw UserError("gpu.gemm_tile_k", "must be at least 1");
+  if (sm_flops_per_second_ == 0) throw UserError("gpu.gemm_efficiency", "leaves no tensor throughput");
+  if (problem_.n == 0) throw UserError("gemm.n", "must be at least 1");
+  if (problem_.k == 0) throw UserError("gemm.k", "must be at least 1");
+  if (problem_.element_bytes == 0) throw UserError("gemm.element_bytes", "must be at least 1");
+  if (problem_.group_rows.empty()) throw UserError("gemm.groups", "must be at least 1");
+  k_padded_ = ceil_div(problem_.k, tile_.k) * tile_.k;
+  tiles_n_ = ceil_div(problem_.n, tile_.n);
+  tile_offsets_.reserve(problem_.group_rows.size() + 1);
+  tile_offsets_.push_back(0);
+  for (const uint64_t m : problem_.group_rows) tile_offsets_.push_back(tile_offsets_.back() + ceil_div(m, tile_.m) * tiles_n_);
+  if (tiles() > UINT32_MAX) throw UserError("gemm", fmt::format("{} tiles exceed one grid", tiles()));
+}
+
+GemmTile GemmModel::tile(uint64_t index) const {
+  if (index >= tiles()) throw std::logic_error("GemmModel::tile: index out of range");
+  const auto it = std::upper_bound(tile_offsets_.begin(), tile_offsets_.end(), index);
+  const auto group = static_cast<uint32_t>(it - tile_offsets_.begin() - 1);
+  const uint64_t local = index - tile_offsets_[group];
+  const uint64_t m = problem_.group_rows[group];
+  const uint64_t tiles_m = ceil_div(m, tile_.m);
+  const uint64_t e = problem_.element_bytes;
+  const uint64_t k = problem_.k;
+
+  GemmTile t;
+  t.index = index;
+  t.group = group;
+  t.tile_row = local / tiles_n_;
+  t.tile_col = local % tiles_n_;
+  t.rows = std::min<uint64_t>(tile_.m, m - t.tile_row * tile_.m);
+  t.cols = std::min<uint64_t>(tile_.n, problem_.n - t.tile_col * tile_.n);
+  t.flops = 2ULL * tile_.m * tile_.n * k_padded_;
+  // Compulsory traffic shared out: the tile's A rows are read once for the tiles_n tiles of
+  // its row, its B columns once for the tiles_m tiles of its column, its C part written once.
+  t.hbm_bytes = ceil_div(t.rows * k * e, tiles_n_) + ceil_div(k * t.cols * e, tiles_m) + t.rows * t.cols * e;
+  // FLOPs over FLOP/s with the same integer ceiling as bytes over bytes/s.
+  t.compute = Bandwidth::bytes_per_second(sm_flops_per_second_).transfer_time(t.flops);
+  return t;
+}
+
+uint64_t GemmModel::useful_flops() const {
+  uint64_t rows = 0;
+  for (const uint64_t m : problem_.group_rows) rows += m;
+  return 2 * rows * problem_.n * problem_.k;
+}
+
+BlockShape GemmModel::block_shape() const {
+  BlockShape s;
+  s.threads = threads_;
+  s.max_blocks_per_sm = blocks_per_sm_;
+  return s;
+}
+
+KernelSpec GemmModel::kernel(std::string name, GemmHooks hooks) const {
+  KernelSpec spec;
+  spec.name = std::move(name);
+  spec.blocks = static_cast<uint32_t>(tiles());
+  spec.shape = block_shape();
+  spec.program = std::make_shared<GemmProgram>(*this, std::move(hooks));
+  return spec;
+}
+
+}  // namespace moehub::gpu

@@ -1,0 +1,81 @@
+#pragma once
+// GEMM and grouped GEMM as CUTLASS-style tiles: one thread block per BM x BN output tile,
+// K padded to a multiple of BK. A tile's tensor work is the padded tile (2 x BM x BN x K_pad
+// FLOPs, whatever the valid rows), at one SM's tensor throughput times gpu.gemm_efficiency;
+// its memory traffic overlaps the tensor work (a pipelined mainloop) and is its share of the
+// GEMM's compulsory HBM traffic: A and B are read once and C written once, the panel reuse
+// between concurrent tiles being caught by L2 (assumption; see docs/gpu.md). Padding and wave
+// quantisation follow from the tile count and the dispatcher; nothing is a fudge factor.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpu/block_program.h"
+#include "gpu/gpu_config.h"
+#include "gpu/kernel.h"
+#include "sim/time.h"
+
+namespace moehub::gpu {
+
+// C[m_g x n] = A[m_g x k] x B_g[k x n] for every group g (an expert with m_g rows); a plain
+// GEMM is one group. Groups with no rows have no tiles.
+struct GemmProblem {
+  std::vector<uint64_t> group_rows;
+  uint64_t n = 0;
+  uint64_t k = 0;
+  uint32_t element_bytes = 2;  // bf16
+};
+
+// One tile: the work of one thread block.
+struct GemmTile {
+  uint64_t index = 0;  // in the grid: group-major, then tile row, then tile column
+  uint32_t group = 0;
+  uint64_t tile_row = 0;
+  uint64_t tile_col = 0;
+  uint64_t rows = 0;   // valid rows (<= BM)
+  uint64_t cols = 0;   // valid columns (<= BN)
+  uint64_t flops = 0;  // executed, padded
+  uint64_t hbm_bytes = 0;
+  Time compute;
+};
+
+// Optional extra steps around each tile, for systems that gate tiles on data (a poll or
+// hardware wait, or a gate the DAM releases) or push results from the epilogue.
+struct GemmHooks {
+  // The tile's first step, if any (e.g. Step::wait(...) or Step::gate()).
+  std::function<std::optional<Step>(const GemmTile&)> before;
+  // Epilogue step `i` (0, 1, ...) after the tile's math; return Step::done() to end.
+  std::function<Step(const GemmTile&, uint32_t i)> after;
+};
+
+class GemmModel {
+ public:
+  // Throws UserError naming the tile key (gpu.gemm_tile_*) or the problem field for bad sizes.
+  GemmModel(const GpuConfig& gpu, GemmProblem problem);
+
+  uint64_t tiles() const { return tile_offsets_.back(); }
+  GemmTile tile(uint64_t index) const;
+  // 2 x sum(m_g) x n x k: the FLOPs the problem asks for (without padding).
+  uint64_t useful_flops() const;
+  uint64_t padded_k() const { return k_padded_; }
+  const GemmProblem& problem() const { return problem_; }
+  BlockShape block_shape() const;
+
+  // One thread block per tile. The returned spec shares this model's data (copied in).
+  KernelSpec kernel(std::string name, GemmHooks hooks = {}) const;
+
+ private:
+  GemmTileShape tile_;
+  GemmProblem problem_;
+  uint64_t sm_flops_per_second_;
+  uint32_t threads_;
+  uint32_t blocks_per_sm_;
+  uint64_t k_padded_;
+  uint64_t tiles_n_;
+  std::vector<uint64_t> tile_offsets_;  // first tile of each group; back() = total
+};
+
+}  // namespace moehub::gpu

@@ -1,0 +1,60 @@
+#pragma once
+// Private state of Gpu shared by gpu.cpp (dispatch) and gpu_blocks.cpp (block execution).
+
+#include <deque>
+#include <unordered_map>
+#include <vector>
+
+#include "gpu/gpu.h"
+
+namespace moehub::gpu {
+
+// Per-block flags of a kernel.
+enum BlockFlag : uint8_t {
+  kPreReleased = 1,   // release() came before the block reached its gate
+  kRetired = 2,       // finished by retire() without running
+  kGated = 4,         // parked at a Gate until release()
+  kSignalParked = 8,  // parked in a Hardware wait on a signal
+  kStarted = 16,      // has been resident
+};
+
+struct Gpu::Kernel {
+  KernelId id = 0;
+  KernelSpec spec;
+  KernelTimes times;
+  uint32_t blocks = 0;
+  uint32_t sm_first = 0;
+  uint32_t sm_count = 0;
+  uint64_t registers_per_block = 0;
+  bool active = false;
+  bool done = false;
+  Callback stream_done;
+
+  // Dispatch state. Blocks are considered in index order; `head` is the next one whose first
+  // step was fetched (not a gate) and is waiting for an SM.
+  uint32_t next_block = 0;
+  bool head_valid = false;
+  BlockState head;
+  Step head_step;
+  std::deque<BlockState> released;  // released from a gate or hardware wait, dispatched first
+  std::vector<uint8_t> flags;       // BlockFlag per block
+  std::unordered_map<uint32_t, BlockState> gated;
+  uint32_t finished = 0;
+  uint32_t resident = 0;
+  uint32_t parked = 0;
+  std::vector<uint16_t> per_sm;  // resident blocks per SM, when the kernel limits them
+
+  // Timeline.
+  std::vector<CoalescedSpan> run_spans;   // per SM group
+  std::vector<CoalescedSpan> poll_spans;  // per SM group
+  CoalescedSpan gate_span;
+};
+
+struct Gpu::Block {
+  Kernel* kernel = nullptr;
+  BlockState state;
+  Step step;          // the wait or store in progress
+  uint8_t joins = 0;  // outstanding halves of a ComputeMemory step or a poll
+};
+
+}  // namespace moehub::gpu

@@ -1,0 +1,66 @@
+#pragma once
+// A memory system shared by every concurrent request: egalitarian processor sharing. While n
+// requests are active each is served at capacity / n; a request of b bytes ends once it has
+// received b bytes of service. Implemented with virtual time (the service every active request
+// has received), so an arrival or a departure costs O(log n), not O(n).
+//
+// Units: virtual time counts picobytes (1e-12 B). Over dt picoseconds each active request
+// receives floor(capacity[B/s] x dt / n) picobytes; the next departure is scheduled with the
+// ceiling, so a lone request of b bytes ends exactly at Bandwidth::transfer_time(b).
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "sim/bandwidth.h"
+#include "sim/callback.h"
+#include "sim/simulator.h"
+
+namespace moehub::gpu {
+
+class SharedBandwidth {
+ public:
+  SharedBandwidth(Simulator& sim, Bandwidth capacity);
+  SharedBandwidth(const SharedBandwidth&) = delete;
+  SharedBandwidth& operator=(const SharedBandwidth&) = delete;
+
+  // Moves `bytes` through the shared resource; `done` runs when the last byte is served.
+  // Zero bytes complete at once (still through an event, never re-entrantly).
+  void request(uint64_t bytes, Callback done);
+
+  Bandwidth capacity() const { return capacity_; }
+  size_t active() const { return heap_.size(); }
+  uint64_t bytes_served() const { return bytes_; }
+  Time busy_time() const;  // time with at least one active request, up to now
+  nlohmann::json stats() const;
+
+ private:
+  using Picobytes = unsigned __int128;
+  struct Pending {
+    Picobytes finish;  // virtual time at which the request is served
+    uint64_t seq;      // arrival order breaks ties deterministically
+    uint32_t slot;     // index into callbacks_
+    bool after(const Pending& o) const { return finish != o.finish ? finish > o.finish : seq > o.seq; }
+  };
+
+  void advance();  // brings virtual time up to sim.now()
+  void reschedule();
+  void on_departure();
+  uint32_t store(Callback done);
+
+  Simulator& sim_;
+  Bandwidth capacity_;
+  std::vector<Pending> heap_;  // min-heap on (finish, seq)
+  std::vector<Callback> callbacks_;
+  std::vector<uint32_t> free_slots_;
+  Picobytes virtual_ = 0;
+  Time updated_ = Time::zero();
+  EventHandle next_;
+  uint64_t seq_ = 0;
+  uint64_t bytes_ = 0;
+  uint64_t requests_ = 0;
+  Time busy_ = Time::zero();
+  std::vector<Callback> ready_;  // scratch: callbacks of departing requests
+};
+
+}  // namespace moehub::gpu

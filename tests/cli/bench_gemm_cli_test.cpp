@@ -1,0 +1,132 @@
+// End-to-end tests of `moehub bench gemm` through the program: output, exact times, bad input.
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+fs::path scratch_dir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path d = fs::temp_directory_path() /
+               fmt::format("moehub-bench-gemm-{}-{}-{}", ::getpid(), info->test_suite_name(), info->name());
+  fs::create_directories(d);
+  return d;
+}
+
+Result moehub(const std::vector<std::string>& args) {
+  const fs::path dir = scratch_dir();
+  std::string cmd = std::string("'") + MOEHUB_BINARY + "'";
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += fmt::format(" >'{}' 2>'{}' </dev/null", (dir / "stdout").string(), (dir / "stderr").string());
+  Result r;
+  const int raw = std::system(cmd.c_str());
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128;
+  r.out = slurp(dir / "stdout");
+  r.err = slurp(dir / "stderr");
+  return r;
+}
+
+void expect_bad_input(const std::vector<std::string>& args, const std::string& fragment) {
+  const Result r = moehub(args);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("moehub: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(fragment), std::string::npos) << "stderr: " << r.err << "\nexpected: " << fragment;
+}
+
+nlohmann::json bench(std::vector<std::string> args) {
+  args.insert(args.begin(), {"bench", "gemm", "--format", "json"});
+  const Result r = moehub(args);
+  EXPECT_EQ(r.status, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+TEST(CliBenchGemm, KnownShapeTakesOneTileTime) {
+  // Default dgx-h800: 2 x 2 tiles of 128 x 128 x 4096 in one wave; one tile is
+  // ceil(2 x 128 x 128 x 4096 x 1e12 / (4096 x 1.83e9 x 0.70)) = 25580016 ps.
+  const auto j = bench({"--m", "256", "--n", "256", "--k", "4096"});
+  EXPECT_EQ(j["gpu"], "H800-SXM5");
+  EXPECT_EQ(j["tiles"], 4);
+  EXPECT_EQ(j["time_ps"], 25580016);
+  EXPECT_NEAR(j["time_us"].get<double>(), 25.580016, 1e-9);
+  EXPECT_NEAR(j["tflops"].get<double>(), 2.0 * 256 * 256 * 4096 / 25.580016e-6 / 1e12, 1e-6);
+}
+
+TEST(CliBenchGemm, GroupsHardwareAndSetReachTheModel) {
+  const auto grouped = bench({"--m", "1", "--n", "128", "--k", "4096", "--groups", "132"});
+  EXPECT_EQ(grouped["tiles"], 132);
+  // 132 one-row experts, one padded tile each in one wave; but each expert reads its own
+  // 4096 x 128 x 2 B weights: 132 x (8192 + 1048576 + 256) B = 139527168 B through
+  // 2.9145e12 B/s = 47873450 ps, longer than the 25580016 ps of tensor work: memory-bound.
+  EXPECT_EQ(grouped["hbm_bytes"], 139527168);
+  EXPECT_EQ(grouped["time_ps"], 47873450);
+  const auto h100 = bench({"--m", "256", "--n", "256", "--k", "4096", "--hardware", "dgx-h100"});
+  EXPECT_EQ(h100["gpu"], "H100-SXM5");
+  // 0.80 instead of 0.70: ceil(134217728e12 / 5996544000000) = 22382514 ps.
+  EXPECT_EQ(h100["time_ps"], 22382514);
+  const auto tile = bench({"--m", "256", "--n", "256", "--k", "4096", "--set", "gpu.gemm_tile_n=256"});
+  EXPECT_EQ(tile["tiles"], 2);
+  EXPECT_EQ(tile["time_ps"], 2 * 25580016);
+}
+
+TEST(CliBenchGemm, TableFormatAndTrace) {
+  const fs::path dir = scratch_dir();
+  const Result r = moehub({"bench", "gemm", "--m", "896", "--n", "2432", "--k", "4096", "--trace",
+                           (dir / "t.json").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("time_us"), std::string::npos);
+  EXPECT_NE(r.out.find("tflops"), std::string::npos);
+  EXPECT_NE(r.out.find("133"), std::string::npos);
+  const auto trace = nlohmann::json::parse(slurp(dir / "t.json"));
+  bool kernel = false;
+  for (const auto& e : trace["traceEvents"]) kernel = kernel || (e["name"] == "gemm" && e["cat"] == "kernel");
+  EXPECT_TRUE(kernel);
+}
+
+TEST(CliBenchGemmBadInput, ZeroRows) { expect_bad_input({"bench", "gemm", "--m", "0", "--n", "1", "--k", "1"}, "--m: must be at least 1"); }
+TEST(CliBenchGemmBadInput, NonNumericN) {
+  expect_bad_input({"bench", "gemm", "--m", "1", "--n", "wide", "--k", "1"}, "--n: expected a positive integer");
+}
+TEST(CliBenchGemmBadInput, NegativeGroups) {
+  expect_bad_input({"bench", "gemm", "--m", "1", "--n", "1", "--k", "1", "--groups", "-2"}, "--groups");
+}
+TEST(CliBenchGemmBadInput, MissingK) { expect_bad_input({"bench", "gemm", "--m", "1", "--n", "1"}, "--k"); }
+TEST(CliBenchGemmBadInput, ZeroTile) {
+  expect_bad_input({"bench", "gemm", "--m", "1", "--n", "1", "--k", "1", "--set", "gpu.gemm_tile_m=0"},
+                   "gpu.gemm_tile_m: must be at least 1");
+}
+TEST(CliBenchGemmBadInput, ZeroSms) {
+  expect_bad_input({"bench", "gemm", "--m", "1", "--n", "1", "--k", "1", "--set", "gpu.sm_count=0"},
+                   "gpu.sm_count: must be at least 1");
+}
+TEST(CliBenchGemmBadInput, UnknownHardware) {
+  expect_bad_input({"bench", "gemm", "--m", "1", "--n", "1", "--k", "1", "--hardware", "tpu-v9"}, "run.hardware");
+}
+TEST(CliBenchGemmBadInput, BenchWithoutSubcommand) { expect_bad_input({"bench"}, "subcommand"); }
+
+}  // namespace

@@ -1,0 +1,114 @@
+// Waiting on data: poll-mode waiters hold SM slots and load the flag; hardware-mode waiters
+// are not resident until released.
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "gpu/gpu.h"
+#include "gpu_test_support.h"
+
+namespace moehub::gpu {
+namespace {
+
+using testing::h800;
+
+struct Outcome {
+  int64_t waiters_end_ps;
+  int64_t unrelated_end_ps;
+  uint64_t polls;
+};
+
+// 264 blocks of 1024 threads (every thread slot of every SM) wait for a signal set at 10 us;
+// an unrelated 1-block kernel of 5 us is launched on another stream at the same time.
+Outcome waiters_and_unrelated_kernel(WaitMode mode) {
+  Simulator sim;
+  Gpu gpu(sim, h800());
+  const SignalId ready = gpu.create_signal("ready");
+  KernelSpec waiters;
+  waiters.name = "consumer";
+  waiters.blocks = 264;
+  waiters.shape = {1024, 0, 0, 0};
+  waiters.program = std::make_shared<StepListProgram>(std::vector<Step>{Step::wait(ready, 1, mode)});
+  KernelSpec other;
+  other.name = "unrelated";
+  other.blocks = 1;
+  other.shape = {128, 0, 0, 0};
+  other.program = std::make_shared<StepListProgram>(std::vector<Step>{Step::compute(Time::from_us(5))});
+  const KernelId w = gpu.create_stream("comm").launch(std::move(waiters));
+  const KernelId u = gpu.create_stream("compute").launch(std::move(other));
+  sim.schedule_at(Time::from_us(10), [&] { gpu.signal_add(ready, 1); });
+  sim.run();
+  return {gpu.kernel_times(w).ended->ps(), gpu.kernel_times(u).ended->ps(), gpu.stats()["polls"].get<uint64_t>()};
+}
+
+TEST(Wait, PollModeWaitersDelayAnUnrelatedKernel) {
+  const Outcome o = waiters_and_unrelated_kernel(WaitMode::Poll);
+  // Both kernels start at 1.5 us (launch gap); the waiters take every thread slot. Each poll
+  // takes max(150 ns L2 round trip, 264 x 32 B through 2.9145e12 B/s = 2.9 ns) = 150 ns, so
+  // polls complete at 1.5 + 0.15 k us; the first at or after 10 us is k = 57: 10.05 us. Only
+  // then do SMs free up: the unrelated kernel runs 10.05 -> 15.05 us.
+  EXPECT_EQ(o.waiters_end_ps, 10050000);
+  EXPECT_EQ(o.unrelated_end_ps, 15050000);
+  EXPECT_EQ(o.polls, 264u * 57u);
+}
+
+TEST(Wait, HardwareModeWaitersDoNot) {
+  const Outcome o = waiters_and_unrelated_kernel(WaitMode::Hardware);
+  // The waiters are parked off the SMs: the unrelated kernel runs 1.5 -> 6.5 us; the waiters
+  // are released at exactly 10 us, when the signal is written.
+  EXPECT_EQ(o.unrelated_end_ps, 6500000);
+  EXPECT_EQ(o.waiters_end_ps, 10000000);
+  EXPECT_EQ(o.polls, 0u);
+}
+
+TEST(Wait, PollsCostMemoryTrafficAndSleepStretchesTheInterval) {
+  GpuConfig cfg = h800();
+  cfg.poll_sleep = Time::from_ns(100);  // poll every 250 ns
+  Simulator sim;
+  Gpu gpu(sim, cfg);
+  const SignalId flag = gpu.create_signal("flag");
+  KernelSpec k;
+  k.name = "poller";
+  k.blocks = 1;
+  k.program = std::make_shared<StepListProgram>(std::vector<Step>{Step::wait(flag, 2, WaitMode::Poll)});
+  const KernelId id = gpu.create_stream("s").launch(std::move(k));
+  sim.schedule_at(Time::from_us(2), [&] { gpu.signal_add(flag, 1); });
+  sim.schedule_at(Time::from_us(3), [&] { gpu.signal_add(flag, 1); });
+  sim.run();
+  // Polls complete at 1.5 + 0.15 + 0.25 j us; the first at or after 3 us is j = 6: 3.15 us.
+  EXPECT_EQ(gpu.kernel_times(id).ended->ps(), 3150000);
+  EXPECT_EQ(gpu.stats()["polls"], 7);
+  EXPECT_EQ(gpu.memory().bytes_served(), 7u * 32u);
+}
+
+TEST(Wait, SignalAlreadySetStillCostsOnePoll) {
+  Simulator sim;
+  Gpu gpu(sim, h800());
+  const SignalId flag = gpu.create_signal("flag", 5);
+  KernelSpec k;
+  k.name = "poller";
+  k.blocks = 1;
+  k.program = std::make_shared<StepListProgram>(std::vector<Step>{Step::wait(flag, 5, WaitMode::Poll)});
+  const KernelId id = gpu.create_stream("s").launch(std::move(k));
+  sim.run();
+  EXPECT_EQ(gpu.kernel_times(id).ended->ps(), 1500000 + 150000);
+}
+
+TEST(Wait, HardwareWaitInTheMiddleOfAProgramIsALogicError) {
+  Simulator sim;
+  Gpu gpu(sim, h800());
+  const SignalId flag = gpu.create_signal("flag");
+  KernelSpec k;
+  k.name = "bad";
+  k.blocks = 1;
+  k.program = std::make_shared<FunctionProgram>([flag](BlockState& b) {
+    return b.step == 0 ? Step::compute(Time::zero()) : Step::wait(flag, 1, WaitMode::Hardware);
+  });
+  gpu.create_stream("s").launch(std::move(k));
+  EXPECT_THROW(sim.run(), std::logic_error);
+}
+
+}  // namespace
+}  // namespace moehub::gpu
