@@ -7,6 +7,7 @@
 #include "config/preset_catalog.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_params.h"
+#include "hub/hub_params.h"
 #include "gpu_test_support.h"
 #include "net/net_params.h"
 #include "sim/error.h"
@@ -19,6 +20,7 @@ ParamRegistry registry() {
   declare_gpu_params(r);
   declare_host_params(r);
   declare_net_params(r);
+  declare_hub_params(r);  // the hardware presets carry the hub's section too
   return r;
 }
 
