@@ -22,6 +22,7 @@ struct CliContext {
 void add_run_command(CLI::App& app, CliContext& ctx);
 void add_list_command(CLI::App& app, CliContext& ctx);
 void add_validate_command(CLI::App& app, CliContext& ctx);
+void add_verify_command(CLI::App& app, CliContext& ctx);
 // `bench` and its sub-benchmarks (each adds itself to the `bench` subcommand).
 void add_bench_command(CLI::App& app, CliContext& ctx);
 void add_bench_net_command(CLI::App& bench, CliContext& ctx);

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
     add_run_command(app, ctx);
     add_list_command(app, ctx);
     add_validate_command(app, ctx);
+    add_verify_command(app, ctx);
     add_bench_command(app, ctx);
     add_area_command(app, ctx);
 

@@ -5,6 +5,7 @@
 #include "hub/hub_params.h"
 #include "moe/moe_params.h"
 #include "net/net_params.h"
+#include "systems/system_registry.h"
 
 namespace moehub {
 
@@ -17,6 +18,7 @@ ParamRegistry build_param_registry() {
   declare_host_params(r);
   declare_net_params(r);
   declare_hub_params(r);
+  declare_systems_params(r);
   return r;
 }
 

@@ -37,6 +37,8 @@ void declare_gpu_params(ParamRegistry& r) {
 
   // Stores to peers leave an SM at most this fast (bytes per SM clock).
   r.integer("gpu.sm_store_bytes_per_clock", "Load/store bytes one SM can issue per clock").at_least(1).in_unit("B/clk");
+  r.bytes("gpu.store_staging_bytes", "Remote-store bytes the SM-to-hub path holds before stores back-pressure the SMs")
+      .positive();
 
   // Launch and stream costs on the GPU side.
   r.time("gpu.launch_gap", "GPU-side latency from a kernel becoming eligible to its first thread block");

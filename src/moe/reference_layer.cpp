@@ -96,10 +96,9 @@ Routing ReferenceLayer::route(const std::vector<float>& x) const {
   return gate_tokens(shape_.router, x, tokens, shape_.hidden, gate_);
 }
 
-void ReferenceLayer::expert_forward(int64_t expert, const float* x, float* y) const {
+void ReferenceLayer::expert_hidden(int64_t expert, const float* x, float* act) const {
   const int64_t h = shape_.hidden, f = shape_.ffn_hidden, f1 = shape_.gemm1_cols();
   const std::vector<float>& w1m = w1(expert);
-  const std::vector<float>& w2m = w2(expert);
   std::vector<float> mid(static_cast<size_t>(f1), 0.0f);
   for (int64_t i = 0; i < h; ++i) {
     const float xi = x[i];
@@ -107,17 +106,27 @@ void ReferenceLayer::expert_forward(int64_t expert, const float* x, float* y) co
     for (int64_t c = 0; c < f1; ++c) mid[static_cast<size_t>(c)] += xi * row[c];
   }
   // SwiGLU: silu(gate half) * up half; plain: silu.
-  std::vector<float> act(static_cast<size_t>(f));
   for (int64_t c = 0; c < f; ++c) {
     const float g = silu(mid[static_cast<size_t>(c)]);
-    act[static_cast<size_t>(c)] = shape_.gated ? g * mid[static_cast<size_t>(f + c)] : g;
+    act[c] = shape_.gated ? g * mid[static_cast<size_t>(f + c)] : g;
   }
+}
+
+void ReferenceLayer::expert_output(int64_t expert, const float* act, float* y) const {
+  const int64_t h = shape_.hidden, f = shape_.ffn_hidden;
+  const std::vector<float>& w2m = w2(expert);
   for (int64_t c = 0; c < h; ++c) y[c] = 0.0f;
   for (int64_t i = 0; i < f; ++i) {
-    const float ai = act[static_cast<size_t>(i)];
+    const float ai = act[i];
     const float* row = w2m.data() + i * h;
     for (int64_t c = 0; c < h; ++c) y[c] += ai * row[c];
   }
+}
+
+void ReferenceLayer::expert_forward(int64_t expert, const float* x, float* y) const {
+  std::vector<float> act(static_cast<size_t>(shape_.ffn_hidden));
+  expert_hidden(expert, x, act.data());
+  expert_output(expert, act.data(), y);
 }
 
 std::vector<float> ReferenceLayer::forward(const std::vector<float>& x, const Routing& routing) const {

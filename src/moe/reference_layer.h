@@ -62,6 +62,10 @@ class ReferenceLayer {
   Routing route(const std::vector<float>& x) const;
   // One expert on one row: y (hidden) = W2^T act(x W1).
   void expert_forward(int64_t expert, const float* x_row, float* y_row) const;
+  // The same in two steps, as GEMM1 (+ activation) and GEMM2 kernels run it: `act_row` has
+  // ffn_hidden elements. expert_forward is exactly expert_output(expert_hidden(x)).
+  void expert_hidden(int64_t expert, const float* x_row, float* act_row) const;
+  void expert_output(int64_t expert, const float* act_row, float* y_row) const;
   // out[t] = sum over slots j (in slot order) of weight(t, j) * expert(t, j)(x[t]).
   std::vector<float> forward(const std::vector<float>& x, const Routing& routing) const;
   std::vector<float> forward(const std::vector<float>& x) const { return forward(x, route(x)); }

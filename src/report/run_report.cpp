@@ -1,6 +1,7 @@
 #include "report/run_report.h"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <set>
 
 namespace moehub {
@@ -12,8 +13,12 @@ void flatten(const nlohmann::json& j, const std::string& prefix, std::vector<std
     const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
     if (it->is_object()) {
       flatten(*it, key, out);
+    } else if (it->is_array()) {
+      continue;  // per-link and per-GPU lists stay in the JSON report
     } else if (it->is_string()) {
       out.emplace_back(key, it->get<std::string>());
+    } else if (it->is_number_float()) {
+      out.emplace_back(key, fmt::format("{:.3f}", it->get<double>()));
     } else {
       out.emplace_back(key, it->dump());
     }
@@ -63,6 +68,27 @@ void RunReport::write(std::ostream& out, const std::string& format) const {
     }
     return std::string();
   };
+  // The table keeps the headline columns; CSV and JSON keep everything.
+  if (format == "table") {
+    std::vector<std::string> keep;
+    for (const auto& c : columns) {
+      if (c.rfind("network.", 0) == 0 || c.rfind("frame.", 0) == 0 || c.rfind("stats.", 0) == 0 ||
+          c.rfind("functional.", 0) == 0 || c == "events" || c == "critical_gpu") {
+        continue;
+      }
+      keep.push_back(c);
+    }
+    columns = keep;
+  }
+  // Lead with the system and its headline numbers.
+  std::vector<std::string> ordered;
+  for (const char* lead : {"system", "layer_us", "e2e_ms", "moehub_speedup", "fraction_of_ideal"}) {
+    if (std::find(columns.begin(), columns.end(), lead) != columns.end()) ordered.emplace_back(lead);
+  }
+  for (const auto& c : columns) {
+    if (std::find(ordered.begin(), ordered.end(), c) == ordered.end()) ordered.push_back(c);
+  }
+  columns = ordered;
   if (format == "csv") {
     for (size_t c = 0; c < columns.size(); ++c) out << (c ? "," : "") << csv_field(columns[c]);
     out << "\n";

@@ -52,6 +52,20 @@ void TraceRecorder::counter(int pid, std::string_view name, Time at, double valu
   events_.push_back(Event{'C', pid, 0, std::string(name), "counter", at.ps(), 0, value, {}});
 }
 
+void TraceRecorder::append(const TraceRecorder& other, int pid_offset, const std::string& name_prefix) {
+  for (const auto& [pid, name] : other.process_names_) process_names_[pid + pid_offset] = name_prefix + name;
+  for (const auto& [key, tid] : other.tracks_) {
+    const auto shifted = std::make_pair(key.first + pid_offset, key.second);
+    tracks_[shifted] = tid;
+    track_names_[{shifted.first, tid}] = key.second;
+    next_tid_[shifted.first] = std::max(next_tid_[shifted.first], tid);
+  }
+  for (Event e : other.events_) {
+    e.pid += pid_offset;
+    events_.push_back(std::move(e));
+  }
+}
+
 void TraceRecorder::write(std::ostream& out) const {
   out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
   bool first = true;

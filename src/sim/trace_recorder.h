@@ -28,6 +28,9 @@ class TraceRecorder {
   void counter(int pid, std::string_view name, Time at, double value);
 
   size_t size() const { return events_.size(); }
+  // Copies another recorder's processes, tracks and events, shifting its process ids by
+  // `pid_offset` and prefixing its process names (one timeline for several simulations).
+  void append(const TraceRecorder& other, int pid_offset, const std::string& name_prefix);
   // Deterministic: events in recording order, numbers printed with fixed precision.
   void write(std::ostream& out) const;
 

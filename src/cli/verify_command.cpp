@@ -1,0 +1,73 @@
+// `moehub verify`: runs systems in functional mode on a small layer (configs/experiments/
+// verify.toml, then the usual flags) and compares every token's output with the float32
+// reference layer. Exit status 3 when any system mismatches or reads data before it arrived.
+
+#include <fmt/format.h>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "cli/command.h"
+#include "cli/config_builder.h"
+#include "cli/experiment_flags.h"
+#include "moe/model_shape.h"
+#include "moe/workload.h"
+#include "systems/experiment.h"
+#include "systems/system_registry.h"
+
+namespace moehub {
+namespace {
+
+struct VerifyOptions {
+  ExperimentFlags flags;
+  std::string format = "table";
+};
+
+int verify(const CliContext& ctx, const VerifyOptions& o) {
+  ConfigRequest request = o.flags.resolve_request();
+  request.config_files.insert(request.config_files.begin(), "verify");
+  request.flags.push_back({"run.functional", "true", "verify"});
+  const Config cfg = build_config(ctx.catalog(), *ctx.registry, request);
+  const std::vector<const SystemEntry*> systems = select_systems(cfg.string("run.systems"));
+  const Workload workload = Workload::build(WorkloadConfig::from(cfg), ModelShape::from(cfg));
+
+  ExperimentOptions options;
+  options.functional = true;
+  options.threads = std::max(1u, std::thread::hardware_concurrency());
+  const std::vector<SystemOutcome> outcomes = run_experiment(cfg, workload, systems, options);
+
+  bool all = true;
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& s : outcomes) {
+    all = all && s.functional_passed;
+    out.push_back({{"system", s.name}, {"functional", s.result["functional"]}});
+  }
+  if (o.format == "json") {
+    std::cout << nlohmann::json{{"passed", all}, {"results", out}}.dump(2) << "\n";
+  } else {
+    std::cout << fmt::format("functional check: {} tokens, hidden {}, ffn {}, {} experts top-{}, {} GPUs\n",
+                             workload.routing().tokens(), workload.model().hidden, workload.model().ffn_hidden,
+                             workload.model().experts(), workload.model().top_k(), workload.tokens().gpus());
+    for (const auto& r : out) {
+      const auto& f = r["functional"];
+      std::cout << fmt::format("  {:<14} {}  max_abs_error {:.3g}  mismatched {}  early reads {}\n",
+                               r["system"].get<std::string>(), f["passed"].get<bool>() ? "PASS" : "FAIL",
+                               f["max_abs_error"].get<double>(), f["mismatched_elements"].get<int64_t>(),
+                               f["ordering_violations"].get<uint64_t>());
+      for (const auto& e : f["errors"]) std::cout << "      " << e.get<std::string>() << "\n";
+    }
+  }
+  return all ? 0 : 3;
+}
+
+}  // namespace
+
+void add_verify_command(CLI::App& app, CliContext& ctx) {
+  auto* cmd = app.add_subcommand("verify", "Check each system's functional datapath against the reference layer");
+  auto o = std::make_shared<VerifyOptions>();
+  o->flags.add_to(*cmd);
+  cmd->add_option("--format", o->format, "Output format")->check(CLI::IsMember({"table", "json"}));
+  cmd->callback([&ctx, o] { ctx.action = [&ctx, o] { return verify(ctx, *o); }; });
+}
+
+}  // namespace moehub

@@ -1,0 +1,77 @@
+#include "systems/network_store_port.h"
+
+#include <algorithm>
+
+#include "systems/cluster.h"
+
+namespace moehub {
+
+NetworkStorePort::NetworkStorePort(Cluster& cluster, int gpu)
+    : cluster_(cluster),
+      gpu_(gpu),
+      max_payload_(cluster.network().config().max_payload_bytes),
+      staging_limit_(cluster.config().bytes("gpu.store_staging_bytes")) {}
+
+bool NetworkStorePort::try_store(const gpu::StoreRequest& store, Callback retry) {
+  const int dst = static_cast<int>(store.dst_gpu);
+  if (dst == gpu_) {
+    cluster_.deliver_write(dst, store.bytes, store.tag);
+    return true;
+  }
+  PacketNetwork* packets = cluster_.packets();
+  if (!packets) {
+    // Flow fidelity: the store is a small flow; it lands when the fabric has carried it.
+    const uint64_t tag = store.tag;
+    const uint64_t bytes = store.bytes;
+    cluster_.network().transfer(gpu_, dst, bytes, 0, [this, dst, bytes, tag] { cluster_.deliver_write(dst, bytes, tag); });
+    return true;
+  }
+  if (staged_bytes_ > 0 && staged_bytes_ + store.bytes > staging_limit_) {
+    ++refused_;
+    retries_.push_back(std::move(retry));
+    return false;
+  }
+  staged_bytes_ += store.bytes;
+  queue_.push_back({dst, store.bytes, store.tag});
+  pump();
+  return true;
+}
+
+void NetworkStorePort::pump() {
+  PacketNetwork* packets = cluster_.packets();
+  while (!queue_.empty()) {
+    Pending& p = queue_.front();
+    const uint32_t payload = static_cast<uint32_t>(std::min<uint64_t>(p.bytes_left, max_payload_));
+    if (!packets->can_inject(gpu_, payload)) {
+      if (!waiting_for_room_) {
+        waiting_for_room_ = true;
+        packets->request_room(gpu_, this);
+      }
+      return;
+    }
+    Packet pkt;
+    pkt.src = gpu_;
+    pkt.dst = p.dst;
+    pkt.payload_bytes = payload;
+    pkt.kind = PacketKind::Write;
+    pkt.cookie = p.tag;
+    pkt.client = this;
+    packets->inject(std::move(pkt));
+    p.bytes_left -= payload;
+    staged_bytes_ -= payload;
+    if (p.bytes_left == 0) queue_.pop_front();
+  }
+  // Room in the staging queue: let refused stores try again (outside try_store).
+  while (!retries_.empty() && staged_bytes_ < staging_limit_) {
+    Callback r = std::move(retries_.front());
+    retries_.pop_front();
+    cluster_.sim().schedule_in(Time::zero(), std::move(r));
+  }
+}
+
+void NetworkStorePort::on_room(int) {
+  waiting_for_room_ = false;
+  pump();
+}
+
+}  // namespace moehub

@@ -1,0 +1,60 @@
+#include "systems/system_registry.h"
+
+#include <fmt/format.h>
+#include <sstream>
+
+#include "sim/error.h"
+
+namespace moehub {
+
+// Each system's file defines its entry.
+SystemEntry ideal_system_entry();
+
+const std::vector<SystemEntry>& all_systems() {
+  static const std::vector<SystemEntry> systems{
+      ideal_system_entry(),
+  };
+  return systems;
+}
+
+const SystemEntry* find_system(const std::string& name) {
+  for (const auto& s : all_systems()) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+void declare_systems_params(ParamRegistry& r) {
+  r.integer("kernels.memory_block_threads", "Threads per block of memory-bound kernels (permute, activation, scaling)")
+      .at_least(32)
+      .at_most(1024);
+  for (const auto& s : all_systems()) {
+    if (s.declare_params) s.declare_params(r);
+  }
+}
+
+std::vector<const SystemEntry*> select_systems(const std::string& spec) {
+  std::vector<const SystemEntry*> chosen;
+  if (spec == "all") {
+    for (const auto& s : all_systems()) chosen.push_back(&s);
+    return chosen;
+  }
+  std::stringstream ss(spec);
+  for (std::string name; std::getline(ss, name, ',');) {
+    if (name.empty()) continue;
+    const SystemEntry* s = find_system(name);
+    if (!s) {
+      std::vector<std::string> known;
+      for (const auto& e : all_systems()) known.push_back(e.name);
+      throw UserError("run.systems", fmt::format("unknown system '{}' (known: {})", name, fmt::join(known, ", ")));
+    }
+    for (const auto* c : chosen) {
+      if (c == s) throw UserError("run.systems", fmt::format("system '{}' named twice", name));
+    }
+    chosen.push_back(s);
+  }
+  if (chosen.empty()) throw UserError("run.systems", "names no system");
+  return chosen;
+}
+
+}  // namespace moehub
