@@ -63,10 +63,6 @@ std::array<Time, kActivityCount> ActivityLog::breakdown(Time begin, Time end) co
       open[edges[i].what] += edges[i].delta;
       ++i;
     }
-    if (i >= edges.size() && cursor < end.ps()) {
-      // No more edges: whatever is open now runs to the end.
-      continue;
-    }
   }
   return parts;
 }

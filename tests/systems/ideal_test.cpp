@@ -1,0 +1,82 @@
+// The ideal layer and the experiment runner on small configurations built from the presets.
+
+#include <gtest/gtest.h>
+
+#include "cli/config_builder.h"
+#include "cli/param_catalog.h"
+#include "sim/error.h"
+#include "systems/experiment.h"
+#include "systems/system_registry.h"
+
+namespace moehub {
+namespace {
+
+struct SmallLayer {
+  ParamRegistry registry = build_param_registry();
+  Config config;
+  std::optional<Workload> workload;
+  explicit SmallLayer(std::vector<std::string> sets) : config(registry) {
+    PresetCatalog catalog(MOEHUB_SOURCE_CONFIG_DIR);
+    ConfigRequest req;
+    req.assignments = std::move(sets);
+    config = build_config(catalog, registry, req);
+    workload.emplace(Workload::build(WorkloadConfig::from(config), ModelShape::from(config)));
+  }
+};
+
+TEST(SystemRegistry, ListsIdealAndRejectsUnknownNames) {
+  EXPECT_NE(find_system("ideal"), nullptr);
+  EXPECT_EQ(select_systems("all").size(), all_systems().size());
+  EXPECT_THROW(select_systems("ideal,warp"), UserError);
+  EXPECT_THROW(select_systems("ideal,ideal"), UserError);
+  EXPECT_THROW(select_systems(","), UserError);
+}
+
+TEST(Ideal, HasNoCommunicationSynchronisationOrShuffles) {
+  SmallLayer s({"run.tokens=1024"});
+  ExperimentOptions opt;
+  const auto out = run_experiment(s.config, *s.workload, {find_system("ideal")}, opt);
+  ASSERT_EQ(out.size(), 1u);
+  const auto& r = out[0].result;
+  EXPECT_GT(r["layer_us"].get<double>(), 0.0);
+  EXPECT_EQ(r["breakdown_us"]["exposed_communication"].get<double>(), 0.0);
+  EXPECT_EQ(r["breakdown_us"]["synchronisation"].get<double>(), 0.0);
+  EXPECT_EQ(r["breakdown_us"]["data_shuffles"].get<double>(), 0.0);
+  EXPECT_EQ(r["network"]["packets_injected"].get<uint64_t>(), 0u);
+  EXPECT_DOUBLE_EQ(r["fraction_of_ideal"].get<double>(), 1.0);
+  // The parts of the breakdown add up to the layer time.
+  double sum = 0;
+  for (const auto& [k, v] : r["breakdown_us"].items()) sum += v.get<double>();
+  EXPECT_NEAR(sum, r["layer_us"].get<double>(), 1e-6);
+}
+
+TEST(Ideal, MoreTokensTakeLonger) {
+  SmallLayer small({"run.tokens=1024"});
+  SmallLayer large({"run.tokens=16384"});
+  ExperimentOptions opt;
+  const double t1 = run_experiment(small.config, *small.workload, {find_system("ideal")}, opt)[0].result["layer_us"];
+  const double t2 = run_experiment(large.config, *large.workload, {find_system("ideal")}, opt)[0].result["layer_us"];
+  EXPECT_GT(t2, t1);
+}
+
+TEST(Ideal, FunctionalOutputMatchesTheReference) {
+  SmallLayer s({"run.tokens=64", "model.hidden=32", "model.ffn_hidden=48", "run.functional=true"});
+  ExperimentOptions opt;
+  opt.functional = true;
+  const auto out = run_experiment(s.config, *s.workload, {find_system("ideal")}, opt);
+  EXPECT_TRUE(out[0].functional_passed) << out[0].result["functional"].dump();
+}
+
+TEST(Experiment, ResultsDoNotDependOnThreadCount) {
+  SmallLayer s({"run.tokens=2048"});
+  ExperimentOptions one, two;
+  two.threads = 2;
+  const auto systems = select_systems("all");
+  const auto a = run_experiment(s.config, *s.workload, systems, one);
+  const auto b = run_experiment(s.config, *s.workload, systems, two);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].result.dump(), b[i].result.dump());
+}
+
+}  // namespace
+}  // namespace moehub
