@@ -161,6 +161,19 @@ class DeepEpSystem final : public MoeSystem {
  public:
   explicit DeepEpSystem(DeepEpParams p) : p_(p) {}
 
+  // What the SM-issued path costs: polls by the spinning warp groups and stores to peers.
+  nlohmann::json stats(Cluster& cluster) override {
+    uint64_t polls = 0, stores = 0, store_bytes = 0, refusals = 0;
+    for (int g = 0; g < cluster.gpus(); ++g) {
+      const nlohmann::json s = cluster.gpu(g).stats();
+      polls += s["polls"].get<uint64_t>();
+      stores += s["stores"].get<uint64_t>();
+      store_bytes += s["store_bytes"].get<uint64_t>();
+      refusals += s["store_refusals"].get<uint64_t>();
+    }
+    return {{"polls", polls}, {"stores", stores}, {"store_bytes", store_bytes}, {"store_refusals", refusals}};
+  }
+
   void start(Cluster& cluster) override {
     c_ = &cluster;
     const int n = cluster.gpus();
