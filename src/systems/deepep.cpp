@@ -177,7 +177,8 @@ class DeepEpSystem final : public MoeSystem {
   void start(Cluster& cluster) override {
     c_ = &cluster;
     const int n = cluster.gpus();
-    if (n > 8) throw UserError("run.gpus", "deepep: the intranode kernels connect at most 8 ranks (NUM_MAX_NVL_PEERS)");
+    // DeepEP V1's intranode kernels connect at most 8 ranks (NUM_MAX_NVL_PEERS); beyond that the
+    // model extends the same mechanism over the larger NVLink domain (docs/systems.md).
     k_ = std::make_unique<SharedKernels>(cluster);
     const Workload& w = cluster.workload();
     const uint64_t row = static_cast<uint64_t>(w.model().row_bytes());

@@ -5,7 +5,6 @@
 
 #include <map>
 
-#include "sim/error.h"
 #include "systems/network_store_port.h"
 #include "system_test_support.h"
 
@@ -117,9 +116,10 @@ TEST(DeepEp, TheHostWaitsOnceAndNoExpertGemmPrecedesTheDispatch) {
   }
 }
 
-TEST(DeepEp, MoreThanEightRanksIsRejected) {
-  SystemRun r("deepep", {"run.gpus=16", "run.tokens=256", "workload.expert_map=[0,1,2,3,4,5,6,7]"}, false);
-  EXPECT_THROW(r.system->start(*r.cluster), UserError);
+TEST(DeepEp, SixteenRanksWithGpusWithoutExpertsStillVerify) {
+  SystemRun r("deepep", {"run.gpus=16", "run.tokens=256", "workload.expert_map=[0,2,4,6,8,10,12,14]"});
+  r.run();
+  EXPECT_TRUE(r.functional->passed()) << r.functional->report().dump(2);
 }
 
 }  // namespace
