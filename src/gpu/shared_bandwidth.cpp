@@ -52,7 +52,10 @@ void SharedBandwidth::reschedule() {
   if (next_.valid()) sim_.cancel(next_);
   next_ = EventHandle{};
   if (heap_.empty()) return;
-  const Picobytes remaining = heap_.front().finish - virtual_;  // finish >= virtual_ always
+  // A request arriving at the very instant of a pending departure (an earlier event at the same
+  // time) advances virtual time up to or past the front's finish: it departs now.
+  const Picobytes front = heap_.front().finish;
+  const Picobytes remaining = front > virtual_ ? front - virtual_ : 0;
   const auto n = static_cast<unsigned __int128>(heap_.size());
   const auto rate = static_cast<unsigned __int128>(capacity_.bytes_per_second());
   const Picobytes dt = (remaining * n + rate - 1) / rate;

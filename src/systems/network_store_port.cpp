@@ -26,9 +26,9 @@ bool NetworkStorePort::try_store(const gpu::StoreRequest& store, Callback retry)
     cluster_.network().transfer(gpu_, dst, bytes, 0, [this, dst, bytes, tag] { cluster_.deliver_write(dst, bytes, tag); });
     return true;
   }
-  if (staged_bytes_ > 0 && staged_bytes_ + store.bytes > staging_limit_) {
+  if (!fits(store.bytes)) {
     ++refused_;
-    retries_.push_back(std::move(retry));
+    retries_.push_back({store.bytes, std::move(retry)});
     return false;
   }
   staged_bytes_ += store.bytes;
@@ -61,11 +61,18 @@ void NetworkStorePort::pump() {
     staged_bytes_ -= payload;
     if (p.bytes_left == 0) queue_.pop_front();
   }
-  // Room in the staging queue: let refused stores try again (outside try_store).
-  while (!retries_.empty() && staged_bytes_ < staging_limit_) {
-    Callback r = std::move(retries_.front());
+  // Room in the staging queue: let the oldest refused store try again (outside try_store) once
+  // it fits. Waking only that one, and only then, keeps a queue of row-sized stores from
+  // retrying at every packet that leaves.
+  if (!retry_woken_ && !retries_.empty() && fits(retries_.front().bytes)) {
+    retry_woken_ = true;
+    Callback r = std::move(retries_.front().retry);
     retries_.pop_front();
-    cluster_.sim().schedule_in(Time::zero(), std::move(r));
+    cluster_.sim().schedule_in(Time::zero(), [this, r = std::move(r)]() mutable {
+      retry_woken_ = false;
+      r();
+      pump();
+    });
   }
 }
 

@@ -37,8 +37,15 @@ class NetworkStorePort final : public gpu::StorePort, public RoomListener, publi
   uint32_t max_payload_;
   uint64_t staged_bytes_ = 0;
   uint64_t staging_limit_;
+  struct Refused {
+    uint64_t bytes;
+    Callback retry;
+  };
+  bool fits(uint64_t bytes) const { return staged_bytes_ == 0 || staged_bytes_ + bytes <= staging_limit_; }
+
   std::deque<Pending> queue_;
-  std::deque<Callback> retries_;
+  std::deque<Refused> retries_;  // refused stores, woken in order, one at a time, once they fit
+  bool retry_woken_ = false;
   bool waiting_for_room_ = false;
   uint64_t refused_ = 0;
 };

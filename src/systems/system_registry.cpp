@@ -9,10 +9,14 @@ namespace moehub {
 
 // Each system's file defines its entry.
 SystemEntry ideal_system_entry();
+SystemEntry megatron_te_system_entry();
+SystemEntry deepep_system_entry();
 
 const std::vector<SystemEntry>& all_systems() {
   static const std::vector<SystemEntry> systems{
       ideal_system_entry(),
+      megatron_te_system_entry(),
+      deepep_system_entry(),
   };
   return systems;
 }
