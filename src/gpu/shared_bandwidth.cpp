@@ -52,7 +52,11 @@ void SharedBandwidth::reschedule() {
   if (next_.valid()) sim_.cancel(next_);
   next_ = EventHandle{};
   if (heap_.empty()) return;
-  const Picobytes remaining = heap_.front().finish - virtual_;  // finish >= virtual_ always
+  // A request arriving at the very picosecond a departure is due (before that event runs) can
+  // advance virtual time past the front's finish (the departure time was rounded up): it is
+  // then due now.
+  const Picobytes finish = heap_.front().finish;
+  const Picobytes remaining = finish > virtual_ ? finish - virtual_ : 0;
   const auto n = static_cast<unsigned __int128>(heap_.size());
   const auto rate = static_cast<unsigned __int128>(capacity_.bytes_per_second());
   const Picobytes dt = (remaining * n + rate - 1) / rate;

@@ -1,12 +1,16 @@
 #include "systems/memory_receiver.h"
 
 #include "systems/cluster.h"
+#include "systems/network_store_port.h"
 
 namespace moehub {
 
 void MemoryReceiver::deliver(Packet&& packet) {
   if (!is_write(packet.kind)) return;
-  cluster_.deliver_write(gpu_, packet.payload_bytes, packet.cookie);
+  // Only thread-block stores carry a signal tag in their cookie; bulk transfers (NCCL
+  // collectives through the transfer engine) use the cookie for their own bookkeeping.
+  const bool store = dynamic_cast<const NetworkStorePort*>(packet.client) != nullptr;
+  cluster_.deliver_write(gpu_, packet.payload_bytes, store ? packet.cookie : 0);
 }
 
 }  // namespace moehub

@@ -9,10 +9,14 @@ namespace moehub {
 
 // Each system's file defines its entry.
 SystemEntry ideal_system_entry();
+SystemEntry fastermoe_system_entry();
+SystemEntry tutel_system_entry();
 
 const std::vector<SystemEntry>& all_systems() {
   static const std::vector<SystemEntry> systems{
       ideal_system_entry(),
+      fastermoe_system_entry(),
+      tutel_system_entry(),
   };
   return systems;
 }
