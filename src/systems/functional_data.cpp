@@ -1,6 +1,7 @@
 #include "systems/functional_data.h"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <stdexcept>
 
 namespace moehub {
@@ -26,6 +27,7 @@ const float* RowBuffer::read(int64_t row, FunctionalData& fd) const {
 
 FunctionalData::FunctionalData(const Workload& workload, uint64_t seed)
     : layer_(ReferenceShape::from_model(workload.model(), workload.model().hidden, workload.model().ffn_hidden), seed),
+      routing_(workload.routing()),
       hidden_(workload.model().hidden),
       tokens_(workload.routing().tokens()) {
   input_ = layer_.make_input(tokens_, seed + 1);
@@ -37,6 +39,19 @@ FunctionalData::FunctionalData(const Workload& workload, uint64_t seed)
 void FunctionalData::set_output_row(int64_t token, const float* row) {
   std::copy(row, row + hidden_, output_.begin() + token * hidden_);
   output_written_.at(static_cast<size_t>(token)) = 1;
+}
+
+void FunctionalData::expect_dropped(int64_t token, const std::vector<int64_t>& dropped_slots) {
+  std::vector<float> y(static_cast<size_t>(hidden_));
+  float* out = expected_.data() + token * hidden_;
+  std::fill(out, out + hidden_, 0.0f);
+  for (int64_t j = 0; j < routing_.top_k(); ++j) {
+    if (std::find(dropped_slots.begin(), dropped_slots.end(), j) != dropped_slots.end()) continue;
+    layer_.expert_forward(routing_.expert(token, j), input_row(token), y.data());
+    const float w = routing_.weight(token, j);
+    for (int64_t c = 0; c < hidden_; ++c) out[c] += w * y[static_cast<size_t>(c)];
+  }
+  dropped_rows_ += static_cast<int64_t>(dropped_slots.size());
 }
 
 void FunctionalData::fail(std::string what) {
@@ -63,6 +78,7 @@ nlohmann::json FunctionalData::report() const {
           {"mismatched_elements", c.violations},
           {"tokens_without_output", missing},
           {"ordering_violations", violations_},
+          {"dropped_rows", dropped_rows_},
           {"errors", errors_}};
 }
 

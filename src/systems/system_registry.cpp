@@ -11,12 +11,16 @@ namespace moehub {
 SystemEntry ideal_system_entry();
 SystemEntry megatron_te_system_entry();
 SystemEntry deepep_system_entry();
+SystemEntry fastermoe_system_entry();
+SystemEntry tutel_system_entry();
 
 const std::vector<SystemEntry>& all_systems() {
   static const std::vector<SystemEntry> systems{
       ideal_system_entry(),
       megatron_te_system_entry(),
       deepep_system_entry(),
+      fastermoe_system_entry(),
+      tutel_system_entry(),
   };
   return systems;
 }

@@ -1,0 +1,122 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "systems/system_run.h"
+#include "systems/tutel_capacity.h"
+
+namespace moehub {
+namespace {
+
+using test::kernels;
+using test::run_system;
+
+TEST(TutelCapacity, FollowsExtractCritical) {
+  // k * int(cf * ceil(T / E)), then rounded up to the alignment.
+  EXPECT_EQ(tutel_capacity(1.0, 32, 8, 2, 99, 1), 8);
+  EXPECT_EQ(tutel_capacity(1.5, 32, 8, 2, 99, 1), 12);
+  EXPECT_EQ(tutel_capacity(0.3, 32, 8, 2, 99, 1), 2);   // int(1.2) = 1
+  EXPECT_EQ(tutel_capacity(1.0, 33, 8, 2, 99, 1), 10);  // ceil(33 / 8) = 5
+  EXPECT_EQ(tutel_capacity(1.0, 32, 8, 2, 99, 3), 9);   // 8 aligned to 3
+  EXPECT_EQ(tutel_capacity(0.0, 32, 8, 2, 11, 4), 12);  // the largest count, aligned
+  EXPECT_EQ(tutel_capacity(-1.0, 32, 8, 2, 11, 1), 8);  // capped at k * int(1 * 4)
+  EXPECT_EQ(tutel_capacity(-2.0, 32, 8, 2, 11, 1), 11);
+}
+
+// 2 GPUs, 8 tokens each, Mixtral's 8 experts top-2: capacity = 2 * int(1.0 * ceil(8 / 8)) = 2.
+// GPU 0: tokens 0-3 pick (0, 1), tokens 4-7 pick (1, 0). Slot 0 fills expert 0 with tokens
+// 0-3 (locations 0-3) and expert 1 with tokens 4-7; slot 1 comes after (locations 4-7). Kept:
+// slot 0 of tokens 0, 1 (expert 0) and 4, 5 (expert 1): 12 of 16 rows dropped, every token
+// loses a slot. GPU 1: token 8 + i picks (i, i + 1 mod 8): two rows per expert, none dropped.
+class TutelDrops : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    trace_ = std::filesystem::temp_directory_path() / "moehub_tutel_drops.csv";
+    std::ofstream f(trace_);
+    f << "token,layer,experts,weights\n";
+    for (int t = 0; t < 4; ++t) f << t << ",0,0;1,0.75;0.25\n";
+    for (int t = 4; t < 8; ++t) f << t << ",0,1;0,0.6;0.4\n";
+    for (int i = 0; i < 8; ++i) f << 8 + i << ",0," << i << ";" << (i + 1) % 8 << ",0.5;0.5\n";
+  }
+  void TearDown() override { std::filesystem::remove(trace_); }
+  std::vector<std::string> settings(std::string degree) const {
+    return {"run.gpus=2", "run.tokens=16", "workload.routing_trace=" + trace_.string(),
+            "systems.tutel.overlap_degree=" + degree};
+  }
+  std::filesystem::path trace_;
+};
+
+TEST_F(TutelDrops, DroppedRowsMatchTheCapacityMath) {
+  auto r = run_system("tutel", settings("1"));
+  const nlohmann::json s = r->system->stats(*r->cluster);
+  EXPECT_EQ(s["capacity"], 2);
+  EXPECT_EQ(s["dropped_rows"], 12);
+  EXPECT_EQ(s["dropped_tokens"], 8);
+  // 8 experts x 2 sources x 2 slots, of which 4 + 16 hold rows.
+  EXPECT_EQ(s["expert_slots"], 32);
+  EXPECT_EQ(s["padding_rows"], 12);
+  const TutelSlots slots(r->workload, 2);
+  EXPECT_EQ(slots.location(5, 0), 1);
+  EXPECT_EQ(slots.location(2, 1), 6);  // after the four slot-0 rows of expert 1
+  EXPECT_TRUE(slots.dropped(2, 0));
+  EXPECT_FALSE(slots.dropped(1, 0));
+  EXPECT_EQ(slots.kept(0, 0), 2);
+  EXPECT_EQ(slots.kept(1, 3), 2);
+}
+
+TEST_F(TutelDrops, FunctionalCheckCountsDroppedRowsAsZero) {
+  for (const char* degree : {"1", "2"}) {
+    auto r = run_system("tutel", settings(degree), true);
+    const nlohmann::json rep = r->functional->report();
+    EXPECT_TRUE(r->functional->passed()) << degree << ": " << rep.dump();
+    EXPECT_EQ(rep["dropped_rows"], 12);
+  }
+}
+
+TEST(Tutel, NoHostSyncWithAPositiveCapacityFactorOneWithZero) {
+  auto r = run_system("tutel", {"systems.tutel.capacity_factor=1.0"});
+  for (int g = 0; g < r->cluster->gpus(); ++g) {
+    EXPECT_EQ(test::count_activity(*r->cluster, g, Activity::Synchronisation), 0);
+  }
+  auto d = run_system("tutel", {"systems.tutel.capacity_factor=0"});
+  for (int g = 0; g < d->cluster->gpus(); ++g) {
+    EXPECT_EQ(test::count_activity(*d->cluster, g, Activity::Synchronisation), 1);
+  }
+  EXPECT_EQ(d->system->stats(*d->cluster)["dropped_rows"], 0);
+}
+
+TEST(Tutel, OverlapDegreeSplitsTheAllToAllsAndExperts) {
+  auto r = run_system("tutel", {"systems.tutel.overlap_degree=4"});
+  int scatter = 0, gather = 0, gemm1 = 0;
+  for (const auto& k : kernels(*r->cluster, 0)) {
+    scatter += k.name.rfind("tutel_a2a_scatter_", 0) == 0 ? 1 : 0;
+    gather += k.name.rfind("tutel_a2a_gather_", 0) == 0 ? 1 : 0;
+    gemm1 += k.name == "tutel_gemm1" ? 1 : 0;
+  }
+  EXPECT_EQ(scatter, 4);
+  EXPECT_EQ(gather, 4);
+  EXPECT_EQ(gemm1, 4);
+}
+
+// Padding: with capacity factor 4 every expert multiplies 8 x 2 * int(4 * 4) = 256 rows (two
+// 128-row tiles) where the exact counts are about 64 (one tile): more GEMM1 tiles and time.
+TEST(Tutel, CapacityPaddingCostsGemmTilesAndTime) {
+  auto t = run_system("tutel", {"systems.tutel.capacity_factor=4.0", "systems.tutel.overlap_degree=1"});
+  auto i = run_system("ideal", {});
+  const auto blocks = [](Cluster& c, const std::string& name) {
+    uint64_t b = 0;
+    for (const auto& k : kernels(c, 0)) b += k.name == name ? k.blocks : 0;
+    return b;
+  };
+  EXPECT_EQ(blocks(*t->cluster, "tutel_gemm1"), 2 * blocks(*i->cluster, "gemm1"));
+  const auto compute = [](Cluster& c) {
+    Time sum = Time::zero();
+    for (const auto& iv : c.activity(0).intervals()) sum += iv.what == Activity::ExpertCompute ? iv.end - iv.start : Time::zero();
+    return sum;
+  };
+  EXPECT_GT(compute(*t->cluster), compute(*i->cluster));
+}
+
+}  // namespace
+}  // namespace moehub
