@@ -59,7 +59,7 @@ void expect_bad_input(const std::vector<std::string>& args, const std::string& f
 }
 
 TEST(CliRun, DefaultJsonHasTheContractSections) {
-  const Result r = moehub({"run", "--format", "json"});
+  const Result r = moehub({"run", "--format", "json", "--systems", "ideal"});
   ASSERT_EQ(r.status, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["config"]["run"]["gpus"], 8);
@@ -73,7 +73,7 @@ TEST(CliRun, DefaultJsonHasTheContractSections) {
 }
 
 TEST(CliRun, FlagsAndSetReachTheResolvedConfig) {
-  const Result r = moehub({"run", "--format", "json", "--model", "phi-3.5-moe", "--gpus", "16", "--tokens", "4096", "--imbalance", "0.032",
+  const Result r = moehub({"run", "--format", "json", "--model", "phi-3.5-moe", "--gpus", "16", "--tokens", "4096", "--systems", "ideal", "--imbalance", "0.032",
                            "--seed", "9", "--set", "gpu.sm_count=114", "--set", "net.gpu_switch_latency=0.3us"});
   ASSERT_EQ(r.status, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
@@ -86,7 +86,8 @@ TEST(CliRun, FlagsAndSetReachTheResolvedConfig) {
 }
 
 TEST(CliRun, SameInputsGiveIdenticalOutputApartFromPerf) {
-  const std::vector<std::string> args{"run", "--format", "json", "--seed", "3"};
+  // Every system, at a small size so that the suite stays fast.
+  const std::vector<std::string> args{"run", "--format", "json", "--seed", "3", "--tokens", "512"};
   auto a = nlohmann::json::parse(moehub(args).out);
   auto b = nlohmann::json::parse(moehub(args).out);
   a.erase("perf");
@@ -95,16 +96,16 @@ TEST(CliRun, SameInputsGiveIdenticalOutputApartFromPerf) {
 }
 
 TEST(CliRun, TableAndCsvFormats) {
-  const Result table = moehub({"run"});
+  const Result table = moehub({"run", "--tokens", "512", "--systems", "ideal,megatron-te"});
   ASSERT_EQ(table.status, 0) << table.err;
   EXPECT_NE(table.out.find("mixtral-8x7b"), std::string::npos);
-  const Result csv = moehub({"run", "--format", "csv"});
+  const Result csv = moehub({"run", "--format", "csv", "--tokens", "512", "--systems", "ideal,megatron-te"});
   ASSERT_EQ(csv.status, 0) << csv.err;
 }
 
 TEST(CliRun, OutputAndTraceFilesAppearOnSuccess) {
   const fs::path dir = scratch_dir();
-  const Result r = moehub({"run", "--format", "json", "--output", (dir / "out.json").string(), "--trace",
+  const Result r = moehub({"run", "--format", "json", "--tokens", "512", "--systems", "ideal,megatron-te", "--output", (dir / "out.json").string(), "--trace",
                            (dir / "trace.json").string()});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(r.out.empty());
@@ -116,7 +117,7 @@ TEST(CliRun, OutputAndTraceFilesAppearOnSuccess) {
 TEST(CliRun, ExperimentFileOverridesPresets) {
   const fs::path dir = scratch_dir();
   std::ofstream(dir / "exp.toml") << "description = \"test\"\n[run]\ngpus = 4\n[model]\ntop_k = 1\n";
-  const Result r = moehub({"run", "--format", "json", "--config", (dir / "exp.toml").string()});
+  const Result r = moehub({"run", "--format", "json", "--systems", "ideal", "--config", (dir / "exp.toml").string()});
   ASSERT_EQ(r.status, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["config"]["run"]["gpus"], 4);
