@@ -9,10 +9,14 @@ namespace moehub {
 
 // Each system's file defines its entry.
 SystemEntry ideal_system_entry();
+SystemEntry comet_system_entry();
+SystemEntry ccfuser_system_entry();
 
 const std::vector<SystemEntry>& all_systems() {
   static const std::vector<SystemEntry> systems{
       ideal_system_entry(),
+      comet_system_entry(),
+      ccfuser_system_entry(),
   };
   return systems;
 }
