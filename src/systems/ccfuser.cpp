@@ -248,6 +248,9 @@ class CcfuserSystem final : public MoeSystem {
           return Step::load(static_cast<uint32_t>(blk.source), blk.rows.size() * hidden * eb, 0);
         }
         fetched(g, it.block);
+        if (TraceRecorder* t = c_->trace()) {
+          t->instant(g, t->track(g, "flags"), fmt::format("block {} ready", it.block), "flag", c_->sim().now());
+        }
         cur.item = -1;
         cur.sub = 0;
         return Step::signal_add(s.ready[it.block], 1);

@@ -94,6 +94,8 @@ class CometSystem final : public MoeSystem {
     gpu::Stream* comm = nullptr;
     std::vector<Cursor> comm_cursor, rs_cursor;
     std::vector<uint32_t> dispatch_arrived;  // bytes per dispatch-buffer row
+    std::vector<uint32_t> tile_rows_left;    // rows not yet in, per GEMM1 tile-row (for the flag's trace mark)
+    std::vector<int64_t> split_count;        // GEMM2 tiles counted per split (for the trace mark)
     uint64_t dispatch_rows_left = 0;
     std::unordered_map<uint64_t, uint32_t> combine_arrived;
     uint64_t combine_rows_left = 0;
@@ -115,6 +117,9 @@ class CometSystem final : public MoeSystem {
     s.comm = &c.gpu(g).create_stream("comet_comm");
     s.dispatch_arrived.assign(pl.rows.size(), 0);
     s.dispatch_rows_left = pl.rows.size();
+    s.tile_rows_left.assign(pl.tile_flags.size(), 0);
+    for (uint32_t t : pl.row_tile) ++s.tile_rows_left[t];
+    s.split_count.assign(plan_->splits(), 0);
     s.combine_rows_left = pl.partials_expected;
     if (FunctionalData* fd = c.functional()) {
       const int64_t rows = static_cast<int64_t>(pl.rows.size());
@@ -198,6 +203,11 @@ class CometSystem final : public MoeSystem {
     c.launch(g, st, Activity::Scaling, std::move(sum));
   }
 
+  // A flag reaching its threshold, on the GPU's "flags" timeline track.
+  void mark_flag(int g, const std::string& what) {
+    if (TraceRecorder* t = c_->trace()) t->instant(g, t->track(g, "flags"), what, "flag", c_->sim().now());
+  }
+
   // ---------------------------------------------------------------- layer0: copy-engine gets
 
   void start_gets(int g) {
@@ -216,6 +226,7 @@ class CometSystem final : public MoeSystem {
       const CometGpuPlan& pl = plan_->gpu(g);
       for (uint64_t pos : pl.rows_from_source[static_cast<size_t>(src)]) row_in(g, pos);
       c_->gpu(g).signal_set(pl.source_flags[static_cast<size_t>(src)], 1);  // cuStreamWriteValue
+      mark_flag(g, fmt::format("barrier[{}] set", src));
       get_next(g, j + 1);
     });
   }
@@ -276,7 +287,11 @@ class CometSystem final : public MoeSystem {
   // A dispatch row is complete in GPU g's buffer.
   void row_in(int g, uint64_t pos) {
     PerGpu& s = gpu_[static_cast<size_t>(g)];
-    if (FunctionalData* fd = c_->functional()) s.dispatch.write(static_cast<int64_t>(pos), fd->input_row(plan_->gpu(g).rows[pos].token));
+    const CometGpuPlan& pl = plan_->gpu(g);
+    if (FunctionalData* fd = c_->functional()) s.dispatch.write(static_cast<int64_t>(pos), fd->input_row(pl.rows[pos].token));
+    if (--s.tile_rows_left[pl.row_tile[pos]] == 0 && p_.dispatch == CometParams::Dispatch::CommBlocks) {
+      mark_flag(g, fmt::format("tile flag {} complete", pl.row_tile[pos]));
+    }
     if (--s.dispatch_rows_left == 0) c_->phases(g).dispatch_end = c_->sim().now();
   }
 
@@ -360,7 +375,10 @@ class CometSystem final : public MoeSystem {
       // Epilogue: count the tile into every column split it overlaps.
       const auto [first, last] = plan_->splits_of(t);
       const uint32_t split = first + (b.step - 2);
-      if (split <= last) return Step::signal_add(pl.split_flags[split], 1);
+      if (split <= last) {
+        if (++s.split_count[split] == pl.split_tiles[split]) mark_flag(g, fmt::format("split flag {} complete", split));
+        return Step::signal_add(pl.split_flags[split], 1);
+      }
       s.last_gemm2_math = c_->sim().now();
       return Step::done();
     });
