@@ -82,11 +82,26 @@ class RemoteMemory::Port final : public gpu::LoadPort, public PacketReceiver, pu
     });
   }
 
+  // Re-entrant calls (inject may notify room listeners, this port among them) only ask the
+  // running pump to go round again.
   void pump() {
+    if (pumping_) {
+      repump_ = true;
+      return;
+    }
+    pumping_ = true;
+    do {
+      repump_ = false;
+      pump_once();
+    } while (repump_);
+    pumping_ = false;
+  }
+
+  void pump_once() {
     PacketNetwork* net = owner_.cluster_.packets();
     const uint32_t max_payload = net->config().max_payload_bytes;
     while (!responses_.empty()) {
-      const Pending& r = responses_.front();
+      const Pending r = responses_.front();
       if (!net->can_inject(gpu_, static_cast<uint32_t>(r.bytes), PacketKind::ReadResponse)) {
         if (!waiting_response_room_) {
           waiting_response_room_ = true;
@@ -100,8 +115,8 @@ class RemoteMemory::Port final : public gpu::LoadPort, public PacketReceiver, pu
       p.payload_bytes = static_cast<uint32_t>(r.bytes);
       p.kind = PacketKind::ReadResponse;
       p.cookie = r.read_id;
-      net->inject(std::move(p));
       responses_.pop_front();
+      net->inject(std::move(p));
     }
     if (responses_.empty() && refused_) {
       refused_ = false;
@@ -123,9 +138,9 @@ class RemoteMemory::Port final : public gpu::LoadPort, public PacketReceiver, pu
       p.payload_bytes = 0;  // header only: address and length travel in the header flit
       p.kind = PacketKind::ReadRequest;
       p.cookie = (q.read_id << 16) | ask;
-      net->inject(std::move(p));
       q.bytes -= ask;
       if (q.bytes == 0) requests_.pop_front();
+      net->inject(std::move(p));
     }
   }
 
@@ -136,6 +151,8 @@ class RemoteMemory::Port final : public gpu::LoadPort, public PacketReceiver, pu
   bool waiting_request_room_ = false;
   bool waiting_response_room_ = false;
   bool refused_ = false;
+  bool pumping_ = false;
+  bool repump_ = false;
 };
 
 RemoteMemory::RemoteMemory(Cluster& cluster) : cluster_(cluster) {
