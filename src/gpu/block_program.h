@@ -32,6 +32,7 @@ struct Step {
     Wait,           // until signal >= threshold, in `mode`
     Gate,           // first step only: not dispatched until Gpu::release() (or retire())
     Store,          // `bytes` to `dst_gpu` through the SM's load/store unit and the StorePort
+    Load,           // `bytes` from peer `dst_gpu`'s memory through the LoadPort; blocks until they arrive
     SignalAdd,      // add `value` to a local signal (a local flag store), no time
     Done,           // the block finishes
   };
@@ -55,6 +56,12 @@ struct Step {
   static Step gate() { Step s; s.kind = Kind::Gate; return s; }
   static Step store(uint32_t dst_gpu, uint64_t bytes, uint64_t tag) {
     Step s; s.kind = Kind::Store; s.dst_gpu = dst_gpu; s.bytes = bytes; s.tag = tag; return s;
+  }
+  // A remote read by the block's threads (e.g. an NVSHMEM get over NVLink P2P): the requests
+  // leave through the SM's load/store unit, the block waits (resident, no polling) until the
+  // last byte has arrived. `dst_gpu` is the GPU read from.
+  static Step load(uint32_t src_gpu, uint64_t bytes, uint64_t tag) {
+    Step s; s.kind = Kind::Load; s.dst_gpu = src_gpu; s.bytes = bytes; s.tag = tag; return s;
   }
   static Step signal_add(SignalId signal, int64_t delta) {
     Step s; s.kind = Kind::SignalAdd; s.signal = signal; s.value = delta; return s;

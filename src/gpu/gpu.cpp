@@ -401,6 +401,8 @@ nlohmann::json Gpu::stats() const {
           {"polls", polls_},
           {"stores", stores_},
           {"store_bytes", store_bytes_},
+          {"loads", loads_},
+          {"load_bytes", load_bytes_},
           {"store_refusals", store_refusals_},
           {"sm_busy_ps", sm_busy.ps()},
           {"memory", memory_.stats()}};

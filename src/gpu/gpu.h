@@ -89,6 +89,8 @@ class Gpu {
 
   // --- stores to peers ---
   void set_store_port(StorePort* port) { port_ = port; }
+  // --- remote loads (Step::load) ---
+  void set_load_port(LoadPort* port) { load_port_ = port; }
 
   // Counters with units in their names.
   nlohmann::json stats() const;
@@ -145,6 +147,7 @@ class Gpu {
   void poll_done(Block* b);
   void issue_store(Block* b, const Step& s);
   void offer_store(Block* b);
+  void issue_load(Block* b, const Step& s);
   void finish_block(Block* b);
 
   // Timeline (gpu.cpp).
@@ -163,6 +166,7 @@ class Gpu {
   SharedBandwidth memory_;
   Bandwidth store_bandwidth_;
   StorePort* port_ = nullptr;
+  LoadPort* load_port_ = nullptr;
 
   std::vector<Sm> sms_;
   std::vector<std::unique_ptr<Kernel>> kernels_;  // indexed by KernelId
@@ -180,7 +184,7 @@ class Gpu {
   uint64_t waiter_seq_ = 0;
 
   // Statistics.
-  uint64_t blocks_run_ = 0, blocks_retired_ = 0, polls_ = 0, stores_ = 0, store_bytes_ = 0, store_refusals_ = 0;
+  uint64_t blocks_run_ = 0, blocks_retired_ = 0, polls_ = 0, stores_ = 0, store_bytes_ = 0, store_refusals_ = 0, loads_ = 0, load_bytes_ = 0;
   uint64_t kernels_completed_ = 0;
   std::vector<int> group_tracks_;
   int waits_track_ = -1;

@@ -45,6 +45,9 @@ bool Gpu::execute(Block* b, const Step& s) {
     case Step::Kind::Store:
       issue_store(b, s);
       return false;
+    case Step::Kind::Load:
+      issue_load(b, s);
+      return false;
     case Step::Kind::SignalAdd:
       signal_add(s.signal, s.value);
       return true;
@@ -121,6 +124,26 @@ void Gpu::offer_store(Block* b) {
   ++stores_;
   store_bytes_ += r.bytes;
   run_block(b);
+}
+
+// --- remote loads: the requests leave through the SM's load/store unit at the same rate as
+// stores (the returning sectors pass the same L1 path; assumption, docs/gpu.md); the block
+// stays resident until the LoadPort reports the last byte in ---
+
+void Gpu::issue_load(Block* b, const Step& s) {
+  if (!load_port_) {
+    throw std::logic_error(fmt::format("kernel '{}': load from GPU {} but GPU {} has no load port",
+                                       b->kernel->times.name, s.dst_gpu, index_));
+  }
+  Sm& sm = sms_[static_cast<uint32_t>(b->state.sm)];
+  const Time start = max(sim_.now(), sm.store_free);
+  sm.store_free = start + store_bandwidth_.transfer_time(s.bytes);
+  const LoadRequest r{index_, s.dst_gpu, s.bytes, s.tag, static_cast<uint32_t>(b->state.sm), b->kernel->id, b->state.block};
+  sim_.schedule_at(sm.store_free, [this, b, r] {
+    ++loads_;
+    load_bytes_ += r.bytes;
+    load_port_->load(r, [this, b] { run_block(b); });
+  });
 }
 
 void Gpu::finish_block(Block* b) {

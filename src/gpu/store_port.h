@@ -29,4 +29,23 @@ class StorePort {
   virtual bool try_store(const StoreRequest& store, Callback retry) = 0;
 };
 
+// A thread block's remote read (Step::load): `bytes` of GPU `target_gpu`'s memory, read by
+// `reader_gpu`. The port carries the requests and responses (the systems layer wires it to the
+// network's read_request / read_response packets) and calls `arrived` once the last byte is in.
+struct LoadRequest {
+  uint32_t reader_gpu = 0;
+  uint32_t target_gpu = 0;
+  uint64_t bytes = 0;
+  uint64_t tag = 0;  // opaque to the GPU
+  uint32_t sm = 0;
+  uint64_t kernel = 0;
+  uint32_t block = 0;
+};
+
+class LoadPort {
+ public:
+  virtual ~LoadPort() = default;
+  virtual void load(const LoadRequest& request, Callback arrived) = 0;
+};
+
 }  // namespace moehub::gpu

@@ -142,6 +142,14 @@ void PacketNetwork::request_room(int gpu, RoomListener* listener) {
   ls.push_back(listener);
 }
 
+void PacketNetwork::request_response_room(int gpu, RoomListener* listener) {
+  auto& ls = ports_[static_cast<size_t>(gpu)].response_listeners;
+  for (auto* l : ls) {
+    if (l == listener) return;
+  }
+  ls.push_back(listener);
+}
+
 void PacketNetwork::set_receiver(int gpu, PacketReceiver* receiver) { ports_[static_cast<size_t>(gpu)].receiver = receiver; }
 
 // ---------------------------------------------------------------- egress: FIFO -> uplinks
@@ -185,6 +193,11 @@ void PacketNetwork::pump(int gpu) {
     if (popped[1] && port.ack_room_wanted) {
       port.ack_room_wanted = false;
       retry_ingress(gpu, kByAckRoom);
+    }
+    if (popped[1] && !port.response_listeners.empty()) {
+      port.notifying.swap(port.response_listeners);
+      for (RoomListener* l : port.notifying) l->on_room(gpu);
+      port.notifying.clear();
     }
     if (popped[0] && !port.listeners.empty()) {
       port.notifying.swap(port.listeners);
@@ -387,6 +400,7 @@ void PacketNetwork::on_ingress(int gpu, int plane, int tc) {
     if (o.waiting) schedule_output_wake(out, credit_at);
     ++port.delivered;
     ++delivered_packets_;
+    ++delivered_by_kind_[static_cast<size_t>(p.kind)];
     if (tc == 1) {
       if (p.kind == PacketKind::Ack) {
         ++acks_delivered_;
@@ -455,11 +469,14 @@ nlohmann::json PacketNetwork::stats() const {
     ports.push_back({{"gpu", g}, {"injected_packets", p.injected}, {"delivered_packets", p.delivered},
                      {"egress_peak_flits", p.peak_flits}});
   }
+  nlohmann::json by_kind = nlohmann::json::object();
+  for (size_t k = 0; k < 6; ++k) by_kind[packet_kind_name(static_cast<PacketKind>(k))] = delivered_by_kind_[k];
   return {{"fidelity", "packet"},
           {"elapsed_ps", elapsed.ps()},
           {"packets_injected", injected_packets_},
           {"packets_delivered", delivered_packets_},
           {"acks_delivered", acks_delivered_},
+          {"packets_delivered_by_kind", by_kind},
           {"links", links},
           {"ports", ports}};
 }

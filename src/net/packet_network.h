@@ -42,6 +42,8 @@ class PacketNetwork final : public Network {
   void inject(Packet&& packet);
   // Calls listener->on_room(gpu) once, the next time a packet leaves that GPU's request FIFO.
   void request_room(int gpu, RoomListener* listener);
+  // The same for the response FIFO (a receiver that serves read requests waits on it).
+  void request_response_room(int gpu, RoomListener* listener);
   // The destination-side receiver of GPU `gpu` (null: accept everything at arrival).
   void set_receiver(int gpu, PacketReceiver* receiver);
   // A receiver that refused a packet calls this when it can accept again.
@@ -102,6 +104,7 @@ class PacketNetwork final : public Network {
     uint64_t delivered = 0;
     std::vector<RoomListener*> listeners;
     std::vector<RoomListener*> notifying;
+    std::vector<RoomListener*> response_listeners;
     PacketReceiver* receiver = nullptr;
   };
   enum Blocked : uint8_t { kFree = 0, kByReceiver = 1, kByAckRoom = 2 };
@@ -156,6 +159,7 @@ class PacketNetwork final : public Network {
   uint64_t injected_packets_ = 0;
   uint64_t delivered_packets_ = 0;
   uint64_t acks_delivered_ = 0;
+  uint64_t delivered_by_kind_[6] = {0, 0, 0, 0, 0, 0};  // indexed by PacketKind
 };
 
 }  // namespace moehub

@@ -13,6 +13,8 @@ SystemEntry megatron_te_system_entry();
 SystemEntry deepep_system_entry();
 SystemEntry fastermoe_system_entry();
 SystemEntry tutel_system_entry();
+SystemEntry comet_system_entry();
+SystemEntry ccfuser_system_entry();
 
 const std::vector<SystemEntry>& all_systems() {
   static const std::vector<SystemEntry> systems{
@@ -21,6 +23,8 @@ const std::vector<SystemEntry>& all_systems() {
       deepep_system_entry(),
       fastermoe_system_entry(),
       tutel_system_entry(),
+      comet_system_entry(),
+      ccfuser_system_entry(),
   };
   return systems;
 }

@@ -1,0 +1,68 @@
+// CCFuser: mechanism-level facts on small layers (hand-checkable, not the paper's numbers).
+
+#include <gtest/gtest.h>
+
+#include "systems/overlap_test_util.h"
+
+namespace moehub {
+namespace {
+
+using testing::SystemRun;
+
+TEST(Ccfuser, RemoteRowsArePulledAsReadRequestsAndResponses) {
+  SystemRun r("ccfuser", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024"});
+  const nlohmann::json k = r.cluster->network().stats()["packets_delivered_by_kind"];
+  // Every remote row is read as row_bytes / 128 header-only requests, each answered by a 128 B response.
+  const uint64_t expected = static_cast<uint64_t>(r.workload->plan().remote_rows()) * r.workload->model().row_bytes() / 128;
+  EXPECT_GT(expected, 0u);
+  EXPECT_EQ(k["read_request"].get<uint64_t>(), expected);
+  EXPECT_EQ(k["read_response"].get<uint64_t>(), expected);
+  EXPECT_EQ(r.stats["remote_read_bytes"].get<uint64_t>(), expected * 128);
+  uint64_t loads = 0;
+  for (int g = 0; g < r.cluster->gpus(); ++g) loads += r.stats["gpus"][g]["loads"].get<uint64_t>();
+  EXPECT_EQ(loads, r.stats["remote_reads"].get<uint64_t>());  // every read came from a thread block
+}
+
+TEST(Ccfuser, ThreeHostSyncsPerGpu) {
+  SystemRun r("ccfuser", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024"});
+  for (int g = 0; g < r.cluster->gpus(); ++g) EXPECT_EQ(r.count(g, Activity::Synchronisation), 3u);
+}
+
+TEST(Ccfuser, BlocksOf64RowsPairedLocalWithRemote) {
+  // 1024 tokens, top-2 of 8 experts, 8 GPUs: each GPU's expert gets rows from 8 sources, fewer
+  // than 64 from each in this routing, so one block per (expert, source): 1 local + 7 remote,
+  // paired as (local, remote) then 6 remote blocks alone.
+  SystemRun r("ccfuser", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024"});
+  for (int g = 0; g < r.cluster->gpus(); ++g) {
+    const auto& s = r.stats["gpus"][g];
+    uint64_t max_rows = 0;
+    for (int src = 0; src < r.cluster->gpus(); ++src) {
+      max_rows = std::max<uint64_t>(max_rows, static_cast<uint64_t>(r.workload->plan().rows_to_expert(src, g)));
+    }
+    ASSERT_LE(max_rows, 64u);
+    EXPECT_EQ(s["blocks"].get<uint64_t>(), 8u);
+    EXPECT_EQ(s["pairs"].get<uint64_t>(), 7u);
+    EXPECT_EQ(s["fetched_blocks"].get<uint64_t>(), 7u);
+  }
+}
+
+TEST(Ccfuser, WorkQueueSpreadsTilesOverMoreSmsThanTheStaticGrid) {
+  SystemRun queue("ccfuser", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024"});
+  SystemRun pairs("ccfuser", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024", "systems.ccfuser.schedule=static_pairs"});
+  for (int g = 0; g < queue.cluster->gpus(); ++g) {
+    EXPECT_LE(pairs.stats["gpus"][g]["gemm1_sms_used"].get<uint64_t>(), pairs.stats["gpus"][g]["pairs"].get<uint64_t>());
+    EXPECT_GT(queue.stats["gpus"][g]["gemm1_sms_used"].get<uint64_t>(), queue.stats["gpus"][g]["pairs"].get<uint64_t>());
+  }
+}
+
+TEST(Ccfuser, FunctionalOutputMatchesTheReference) {
+  for (const char* schedule : {"work_queue", "static_pairs"}) {
+    SystemRun r("ccfuser", {"run.tokens=256", "model.hidden=64", "model.ffn_hidden=96", "run.functional=true",
+                            std::string("systems.ccfuser.schedule=") + schedule},
+                true);
+    EXPECT_TRUE(r.functional->passed()) << schedule << r.functional->report().dump();
+  }
+}
+
+}  // namespace
+}  // namespace moehub

@@ -1,0 +1,96 @@
+// Comet: mechanism-level facts on small layers (hand-checkable, not the paper's numbers).
+
+#include <gtest/gtest.h>
+
+#include "gpu/gpu_config.h"
+#include "sim/error.h"
+#include "systems/comet_plan.h"
+#include "systems/overlap_test_util.h"
+
+namespace moehub {
+namespace {
+
+using testing::SystemRun;
+
+TEST(Comet, Gemm1TilesStartBeforeTheDispatchHasArrived) {
+  SystemRun r("comet", {"run.tokens=2048", "model.hidden=1024", "model.ffn_hidden=1024", "systems.comet.comm_blocks=2"});
+  for (int g = 0; g < r.cluster->gpus(); ++g) {
+    const auto& s = r.stats["gpus"][g];
+    ASSERT_TRUE(s.contains("gemm1_first_math_ps"));
+    ASSERT_TRUE(s.contains("dispatch_end_ps"));
+    // Tiles of local rows run while remote rows are still in flight.
+    EXPECT_LT(s["gemm1_first_math_ps"].get<int64_t>(), s["dispatch_end_ps"].get<int64_t>()) << "GPU " << g;
+    EXPECT_GT(s["polls"].get<uint64_t>(), 0u);
+  }
+}
+
+TEST(Comet, CommunicationBlocksStayOnTheirSms) {
+  SystemRun r("comet", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024", "systems.comet.comm_blocks=8", "systems.comet.gather_rs_ctas=28"});
+  for (int g = 0; g < r.cluster->gpus(); ++g) {
+    const auto& s = r.stats["gpus"][g];
+    EXPECT_EQ(s["dispatch_comm_blocks"].get<uint32_t>(), 8u);
+    EXPECT_GE(s["dispatch_comm_sm_min"].get<int>(), 0);
+    EXPECT_LE(s["dispatch_comm_sm_max"].get<int>(), 7);
+    EXPECT_GE(s["gemm1_min_sm"].get<int>(), 8);  // GEMM1 tiles only on the other SMs
+    EXPECT_LE(s["gather_rs_sm_max"].get<int>(), 27);
+    EXPECT_GE(s["gemm2_min_sm"].get<int>(), 28);
+  }
+}
+
+TEST(Comet, OneHostSyncPerGpu) {
+  for (const char* mode : {"comm_blocks", "copy_engine_gets"}) {
+    SystemRun r("comet", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024", std::string("systems.comet.dispatch=") + mode});
+    for (int g = 0; g < r.cluster->gpus(); ++g) EXPECT_EQ(r.count(g, Activity::Synchronisation), 1u) << mode;
+  }
+}
+
+TEST(Comet, CommBlocksPushRowsWithStoresAndGetsUseReads) {
+  SystemRun push("comet", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024"});
+  const nlohmann::json a = push.cluster->network().stats()["packets_delivered_by_kind"];
+  EXPECT_EQ(a["read_request"].get<uint64_t>(), 0u);
+  // Every remote dispatch row is one store of row_bytes / 128 packets; the combine sends partials.
+  EXPECT_GE(a["write"].get<uint64_t>(),
+            static_cast<uint64_t>(push.workload->plan().remote_rows()) * push.workload->model().row_bytes() / 128);
+
+  SystemRun get("comet", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024", "systems.comet.dispatch=copy_engine_gets"});
+  const nlohmann::json b = get.cluster->network().stats()["packets_delivered_by_kind"];
+  // flux's layer0 pulls every other GPU's whole token shard: 7 shards of 128 tokens each.
+  const uint64_t shard = 128ull * get.workload->model().row_bytes();
+  EXPECT_EQ(b["read_response"].get<uint64_t>(), 8u * 7u * shard / 128u);
+  EXPECT_EQ(b["read_request"].get<uint64_t>(), b["read_response"].get<uint64_t>());
+  for (int g = 0; g < get.cluster->gpus(); ++g) EXPECT_EQ(get.stats["gpus"][g]["dispatch_comm_blocks"].get<uint32_t>(), 0u);
+}
+
+TEST(Comet, AdaptiveCommBlocksBalanceSendingAndGemm1) {
+  ParamRegistry reg = build_param_registry();
+  PresetCatalog catalog(MOEHUB_SOURCE_CONFIG_DIR);
+  const Config c = build_config(catalog, reg, ConfigRequest{});
+  const gpu::GpuConfig gc = gpu::GpuConfig::from(c);
+  ASSERT_EQ(gc.sm_store_bandwidth().bytes_per_second(), 63360000000u);  // 32 B x 1.98 GHz
+  // 633,600 B: 1 block 10 us, 2: 5 us, 3: 3.333 us, 4+: capped by the 200 GB/s link, 3.168 us.
+  // 262 tiles of 1 us: on 131 SMs 2 us, on 130..128 SMs 3 us, on 127 SMs 3 us (tie: fewer blocks).
+  EXPECT_EQ(CometPlan::adaptive_comm_blocks(633600, 0, 262, Time::from_us(1), gc, Bandwidth::bytes_per_second(200000000000u)), 4u);
+  // Nothing to send: one block is enough.
+  EXPECT_EQ(CometPlan::adaptive_comm_blocks(0, 0, 262, Time::from_us(1), gc, Bandwidth::bytes_per_second(200000000000u)), 1u);
+}
+
+TEST(Comet, FunctionalOutputMatchesTheReference) {
+  for (const char* mode : {"comm_blocks", "copy_engine_gets"}) {
+    SystemRun r("comet", {"run.tokens=256", "model.hidden=64", "model.ffn_hidden=96", "run.functional=true",
+                          std::string("systems.comet.dispatch=") + mode},
+                true);
+    EXPECT_TRUE(r.functional->passed()) << mode << r.functional->report().dump();
+  }
+}
+
+TEST(Comet, BadBlockCountsNameTheirKey) {
+  try {
+    SystemRun r("comet", {"run.tokens=256", "systems.comet.gather_rs_ctas=132"});
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("systems.comet.gather_rs_ctas"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace moehub
