@@ -9,10 +9,18 @@ namespace moehub {
 
 // Each system's file defines its entry.
 SystemEntry ideal_system_entry();
+SystemEntry mh_base_system_entry();
+SystemEntry mh_pkt_system_entry();
+SystemEntry mh_dep_system_entry();
+SystemEntry moehub_system_entry();
 
 const std::vector<SystemEntry>& all_systems() {
   static const std::vector<SystemEntry> systems{
       ideal_system_entry(),
+      mh_base_system_entry(),
+      mh_pkt_system_entry(),
+      mh_dep_system_entry(),
+      moehub_system_entry(),
   };
   return systems;
 }
