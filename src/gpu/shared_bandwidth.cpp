@@ -52,7 +52,9 @@ void SharedBandwidth::reschedule() {
   if (next_.valid()) sim_.cancel(next_);
   next_ = EventHandle{};
   if (heap_.empty()) return;
-  const Picobytes remaining = heap_.front().finish - virtual_;  // finish >= virtual_ always
+  // An arrival at the very instant of a departure (before its event runs) can advance virtual
+  // time past the front's finish (the departure was scheduled with a ceiling): it is due now.
+  const Picobytes remaining = heap_.front().finish > virtual_ ? heap_.front().finish - virtual_ : 0;
   const auto n = static_cast<unsigned __int128>(heap_.size());
   const auto rate = static_cast<unsigned __int128>(capacity_.bytes_per_second());
   const Picobytes dt = (remaining * n + rate - 1) / rate;

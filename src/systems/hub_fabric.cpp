@@ -70,6 +70,7 @@ class HubFabric::Node final : public gpu::StorePort,
   Node(HubFabric& fabric, int g)
       : f_(fabric),
         g_(g),
+        n_(fabric.cluster_.gpus()),
         gpu_(fabric.cluster_.gpu(g)),
         aau_(fabric.cluster_.sim(), fabric.hub_.aau, static_cast<uint32_t>(g),
              [this](MemoryOp op, uint64_t bytes, Callback done) {
@@ -84,6 +85,7 @@ class HubFabric::Node final : public gpu::StorePort,
       rpm_ = std::make_unique<RuntimePacketManager>(fabric.cluster_.sim(), fabric.hub_.rpm, static_cast<uint32_t>(n - 1),
                                                     *this);
     }
+    lanes_.resize(rpm_ ? static_cast<size_t>(n - 1) : 1);
   }
 
   AddressAllocationUnit& aau() { return aau_; }
@@ -103,13 +105,14 @@ class HubFabric::Node final : public gpu::StorePort,
       }
       return true;
     }
-    if (staged_ > 0 && staged_ + store.bytes > staging_limit_) {
-      retries_.push_back(std::move(retry));
+    Lane& lane = lanes_[rpm_ ? peer_of(dst) : 0];
+    if (lane.staged > 0 && lane.staged + store.bytes > staging_limit_) {
+      lane.retries.push_back(Retry{store.bytes, std::move(retry)});
       return false;
     }
-    staged_ += store.bytes;
-    queue_.push_back(Pending{dst, t, store.bytes, 0});
-    pump();
+    lane.staged += store.bytes;
+    lane.queue.push_back(Pending{dst, t, store.bytes, 0});
+    pump(lane);
     return true;
   }
 
@@ -177,20 +180,37 @@ class HubFabric::Node final : public gpu::StorePort,
   uint64_t payload() const { return payload_; }
 
  private:
+  struct Retry {
+    uint64_t bytes;
+    Callback retry;
+  };
   struct Pending {
     int dst;
     HubTag tag;
     uint64_t bytes;
     uint64_t done;
   };
+  // The SM-to-hub path: one FIFO to the egress without an RPM (stores leave in issue order);
+  // with the RPM, one per peer partition (a store waiting for a full partition holds up only
+  // stores to that peer).
+  struct Lane {
+    uint64_t staged = 0;
+    std::deque<Pending> queue;
+    std::deque<Retry> retries;
+    bool retry_pending = false;
+    bool waiting = false;
+  };
 
-  uint32_t peer_of(int dst) const { return static_cast<uint32_t>(dst < g_ ? dst : dst - 1); }
-  int gpu_of_peer(uint32_t peer) const { return static_cast<int>(peer) < g_ ? static_cast<int>(peer) : static_cast<int>(peer) + 1; }
+  // Partitions in rank-offset order (peer p is GPU g + 1 + p mod N, as NCCL orders its peers):
+  // schedulers that poll their partitions round-robin in step then address a permutation of
+  // the GPUs rather than all the same one.
+  uint32_t peer_of(int dst) const { return static_cast<uint32_t>((dst - g_ - 1 + n_) % n_); }
+  int gpu_of_peer(uint32_t peer) const { return (g_ + 1 + static_cast<int>(peer)) % n_; }
 
-  // Cuts staged stores into transactions and hands them on, in order, while there is room.
-  void pump() {
-    while (!queue_.empty()) {
-      Pending& p = queue_.front();
+  // Cuts a lane's staged stores into transactions and hands them on, in order, while there is room.
+  void pump(Lane& lane) {
+    while (!lane.queue.empty()) {
+      Pending& p = lane.queue.front();
       const uint64_t tx = p.tag.rowsp ? f_.cfg_.rowsp_transaction_bytes : f_.cfg_.st_transaction_bytes;
       const uint64_t at = (p.tag.rowsp ? p.tag.row_offset : p.tag.address) + p.done;
       const uint64_t piece = std::min({tx, p.bytes - p.done, line_ - at % line_});
@@ -201,11 +221,11 @@ class HubFabric::Node final : public gpu::StorePort,
                                                        p.tag.row_id, at, static_cast<uint32_t>(piece), p.tag.nop})
                         : RemoteStore::plain(at, static_cast<uint32_t>(piece));
         if (!rpm_->try_store(peer, s)) {
-          if (!space_wait_) {
-            space_wait_ = true;
-            rpm_->notify_when_space(peer, [this] {
-              space_wait_ = false;
-              pump();
+          if (!lane.waiting) {
+            lane.waiting = true;
+            rpm_->notify_when_space(peer, [this, &lane] {
+              lane.waiting = false;
+              pump(lane);
             });
           }
           return;
@@ -229,25 +249,36 @@ class HubFabric::Node final : public gpu::StorePort,
         h.stores_merged = 1;
         h.first_store = f_.cluster_.sim().now();
         if (!try_send(h)) {
-          if (!room_wait_) {
-            room_wait_ = true;
-            notify_when_ready(peer, [this] {
-              room_wait_ = false;
-              pump();
+          if (!lane.waiting) {
+            lane.waiting = true;
+            notify_when_ready(peer, [this, &lane] {
+              lane.waiting = false;
+              pump(lane);
             });
           }
           return;
         }
       }
       p.done += piece;
-      staged_ -= piece;
-      if (p.done == p.bytes) queue_.pop_front();
+      lane.staged -= piece;
+      if (p.done == p.bytes) lane.queue.pop_front();
     }
-    while (!retries_.empty() && staged_ < staging_limit_) {
-      Callback r = std::move(retries_.front());
-      retries_.pop_front();
-      f_.cluster_.sim().schedule_in(Time::zero(), std::move(r));
-    }
+    release_retry(lane);
+  }
+
+  // Lets the oldest refused store try again once it fits, one at a time: waking every waiting
+  // block whenever a byte drains would cost an event per block per packet.
+  void release_retry(Lane& lane) {
+    if (lane.retry_pending || lane.retries.empty()) return;
+    if (lane.staged > 0 && lane.staged + lane.retries.front().bytes > staging_limit_) return;
+    lane.retry_pending = true;
+    Callback r = std::move(lane.retries.front().retry);
+    lane.retries.pop_front();
+    f_.cluster_.sim().schedule_in(Time::zero(), [this, &lane, r = std::move(r)]() mutable {
+      lane.retry_pending = false;
+      r();
+      release_retry(lane);
+    });
   }
 
   // st.rowsp at this hub: AAU placement, then the memory write, then the landed report per
@@ -313,19 +344,16 @@ class HubFabric::Node final : public gpu::StorePort,
 
   HubFabric& f_;
   int g_;
+  int n_;
   gpu::Gpu& gpu_;
   AddressAllocationUnit aau_;
   std::unique_ptr<RuntimePacketManager> rpm_;
   uint64_t line_;
   uint32_t granule_;
   uint64_t staging_limit_;
-  uint64_t staged_ = 0;
-  std::deque<Pending> queue_;
-  std::deque<Callback> retries_;
+  std::deque<Lane> lanes_;  // deque: callbacks hold references to lanes
   std::vector<Callback> room_waiters_;
   bool room_requested_ = false;
-  bool room_wait_ = false;
-  bool space_wait_ = false;
   uint64_t packets_ = 0, payload_ = 0, acks_ = 0;
 };
 
@@ -341,6 +369,11 @@ HubFabric::HubFabric(Cluster& cluster, const HubConfig& hub, const HubFabricConf
   }
   if (hub_.rpm.entry_bytes / hub_.rpm.mask_granule_bytes > 64) {
     throw UserError("hub.rpm.mask_granule_bytes", "more than 64 granules per line");
+  }
+  if (cfg_.rpm && hub_.rpm.timer_bypass == Time::zero()) {
+    // Partly merged .nop entries would then wait for the kernel-end flush, and a partition full
+    // of them stops the routing kernel's stores before its end: a deadlock, not a design point.
+    throw UserError("hub.rpm.timer_bypass", "the MoE-Hub systems need the timer bypass (0 ns turns it off)");
   }
   for (const uint32_t tx : {cfg_.rowsp_transaction_bytes, cfg_.st_transaction_bytes}) {
     if (tx == 0 || tx % hub_.rpm.mask_granule_bytes != 0) {

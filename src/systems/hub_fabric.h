@@ -6,6 +6,10 @@
 // arriving st.rowsp packets through the AAU, writes memory and then reports each landed write
 // (its address and bytes) to a listener: the system's DAM contexts or polling flags.
 //
+// SM-to-hub path: stores are staged (gpu.store_staging_bytes) before they are cut into
+// transactions; without an RPM one FIFO feeds the egress in issue order, with it one staging
+// lane per peer partition feeds that partition.
+//
 // Transactions: the SM's coalescer hands the hub one request per piece of a line that one warp
 // instruction wrote (`*_transaction_bytes`, never crossing a 128 B line). With the RPM they are
 // merged per peer and line and scheduled; without it each goes to the fabric as its own packet

@@ -72,6 +72,11 @@ void MoeHubSystemImpl::launch_layer(int g) {
                                                                static_cast<uint64_t>(m.hidden),
                                                                static_cast<uint32_t>(m.dtype_bytes)});
   c.launch(g, s, Activity::Routing, gate.kernel("router_gate"));
+  // The expert kernels run on their own stream: they depend on data, not on the top-k kernel
+  // ending (their tiles wait for their rows), so they may start while it still stores rows.
+  gpu::Stream& experts = c.gpu(g).create_stream("experts");
+  const gpu::EventId gated = c.gpu(g).create_event("router_gate done");
+  c.host(g).record(s, gated);
 
   gpu::KernelSpec topk;
   topk.name = "router_topk_rowsp";
@@ -81,6 +86,7 @@ void MoeHubSystemImpl::launch_layer(int g) {
   topk.on_done = [this, g] { fabric_->flush(g); };  // kernel end: partly merged RPM entries may leave
   c.launch(g, s, Activity::Routing, std::move(topk));
 
+  c.host(g).wait(experts, gated);
   const Activity waiting = v_.dam ? Activity::Communication : Activity::Polling;
   if (!h.regions.empty()) {
     const gpu::GemmModel g1 = kernels_->gemm1_model(std::vector<uint64_t>(h.regions.size(), capacity_));
@@ -90,15 +96,15 @@ void MoeHubSystemImpl::launch_layer(int g) {
     gemm1.shape = g1.block_shape();
     gemm1.program = gemm1_program(g);
     gemm1.on_done = [&c, g] { c.phases(g).gemm1_end = c.sim().now(); };
-    h.gemm1 = c.launch(g, s, waiting, std::move(gemm1));
+    h.gemm1 = c.launch(g, experts, waiting, std::move(gemm1));
     // Device-side problem sizes: the row counts are in device memory once GEMM1 has run.
     const std::vector<uint64_t> rows = kernels_->local_expert_rows(g);
     uint64_t total = 0;
     for (const uint64_t r : rows) total += r;
-    c.launch(g, s, Activity::ExpertCompute, kernels_->activation(g, total));
+    c.launch(g, experts, Activity::ExpertCompute, kernels_->activation(g, total));
     gpu::KernelSpec gemm2 = kernels_->gemm2_model(rows).kernel("gemm2", gemm2_hooks(g));
     gemm2.on_done = [this, g] { fabric_->flush(g); };
-    c.launch(g, s, Activity::ExpertCompute, std::move(gemm2));
+    c.launch(g, experts, Activity::ExpertCompute, std::move(gemm2));
   }
   gpu::KernelSpec scaling;
   scaling.name = "scaling";
@@ -106,7 +112,7 @@ void MoeHubSystemImpl::launch_layer(int g) {
   scaling.blocks = static_cast<uint32_t>((tokens + h.tokens_per_group - 1) / h.tokens_per_group);
   scaling.program = scaling_program(g, scaling.blocks);
   scaling.on_done = [&c, g] { c.layer_done(g); };
-  h.scaling = c.launch(g, s, waiting, std::move(scaling));
+  h.scaling = c.launch(g, experts, waiting, std::move(scaling));
 }
 
 // Top-k, then per token: read the row, st.rowsp it to each of its k experts with its metadata

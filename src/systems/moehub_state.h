@@ -68,6 +68,7 @@ struct HubGpu {
   // Activity: intervals where at least one GEMM1 tile / scaling block works.
   uint32_t computing = 0, scaling_blocks = 0;
   Time computing_since, scaling_since;
+  std::optional<Time> first_tile;  // first GEMM1 tile began its math
   uint32_t routing_finished = 0;  // routing blocks done (the last one stores the row counts)
 };
 

@@ -230,6 +230,7 @@ void MoeHubSystemImpl::begin_work(int g, bool scaling) {
   HubGpu& h = gpus_[static_cast<size_t>(g)];
   uint32_t& n = scaling ? h.scaling_blocks : h.computing;
   if (n++ == 0) (scaling ? h.scaling_since : h.computing_since) = cluster_->sim().now();
+  if (!scaling && !h.first_tile) h.first_tile = cluster_->sim().now();
 }
 
 void MoeHubSystemImpl::end_work(int g, bool scaling) {
@@ -319,6 +320,17 @@ nlohmann::json MoeHubSystemImpl::stats(Cluster& cluster) {
     hub["dam_retired_groups"] = dam.value("retired_groups", uint64_t{0});
   }
   hub["region_capacity_rows"] = capacity_;
+  // Per GPU: when its first GEMM1 tile started and when its last dispatched row landed
+  // (overlap: the first before the second).
+  nlohmann::json first = nlohmann::json::array(), last = nlohmann::json::array();
+  for (int g = 0; g < cluster.gpus(); ++g) {
+    const auto& t = gpus_[static_cast<size_t>(g)].first_tile;
+    const auto& d = cluster.phases(g).dispatch_end;
+    first.push_back(t ? nlohmann::json(t->us()) : nlohmann::json(nullptr));
+    last.push_back(d ? nlohmann::json(d->us()) : nlohmann::json(nullptr));
+  }
+  hub["gemm1_first_tile_us"] = first;
+  hub["dispatch_end_us"] = last;
   return {{"hub", hub}};
 }
 
