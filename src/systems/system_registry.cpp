@@ -15,6 +15,10 @@ SystemEntry fastermoe_system_entry();
 SystemEntry tutel_system_entry();
 SystemEntry comet_system_entry();
 SystemEntry ccfuser_system_entry();
+SystemEntry mh_base_system_entry();
+SystemEntry mh_pkt_system_entry();
+SystemEntry mh_dep_system_entry();
+SystemEntry moehub_system_entry();
 
 const std::vector<SystemEntry>& all_systems() {
   static const std::vector<SystemEntry> systems{
@@ -25,6 +29,10 @@ const std::vector<SystemEntry>& all_systems() {
       tutel_system_entry(),
       comet_system_entry(),
       ccfuser_system_entry(),
+      mh_base_system_entry(),
+      mh_pkt_system_entry(),
+      mh_dep_system_entry(),
+      moehub_system_entry(),
   };
   return systems;
 }

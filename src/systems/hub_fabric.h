@@ -1,0 +1,115 @@
+#pragma once
+// MoE-Hub's hardware wired into the cluster (paper Fig. 7): at every GPU a hub with an Address
+// Allocation Unit (consumer side, always), optionally a Runtime Packet Manager at the egress,
+// the store port that turns SM stores (ordinary st. and st.rowsp) into hub transactions, the
+// adapter that hands the hub's packets to the NVLink fabric, and the receiver that runs
+// arriving st.rowsp packets through the AAU, writes memory and then reports each landed write
+// (its address and bytes) to a listener: the system's DAM contexts or polling flags.
+//
+// SM-to-hub path: stores are staged (gpu.store_staging_bytes) before they are cut into
+// transactions; without an RPM one FIFO feeds the egress in issue order, with it one staging
+// lane per peer partition feeds that partition.
+//
+// Transactions: the SM's coalescer hands the hub one request per piece of a line that one warp
+// instruction wrote (`*_transaction_bytes`, never crossing a 128 B line). With the RPM they are
+// merged per peer and line and scheduled; without it each goes to the fabric as its own packet
+// in issue order. Local st.rowsp take the same AAU path without the fabric.
+//
+// Store tags (gpu::StoreRequest::tag) carry the store's encoding: see HubTag.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "gpu/store_port.h"
+#include "hub/address_allocation_unit.h"
+#include "hub/hub_config.h"
+#include "hub/hub_packet.h"
+#include "hub/rowsp_registry.h"
+#include "hub/runtime_packet_manager.h"
+#include "net/packet.h"
+
+namespace moehub {
+
+class Cluster;
+
+// The instruction a store step carries in its 64-bit tag. st.rowsp: bit 63 set, bit 62 .nop,
+// bits 61-48 region, 47-32 RowOffset, 31-0 RowID (the target GPU is the store's destination).
+// st.: bit 63 clear, bits 48-0 the destination address.
+struct HubTag {
+  bool rowsp = false;
+  bool nop = false;
+  uint32_t region = 0;
+  uint64_t row_id = 0;
+  uint64_t row_offset = 0;
+  uint64_t address = 0;
+
+  static uint64_t st_rowsp(MallocId id, uint64_t row_id, uint64_t row_offset, bool nop);
+  static uint64_t st(uint64_t address);
+  static HubTag decode(uint64_t tag);
+};
+
+// A write that has landed in a GPU's memory, as the hub reports it.
+struct LandedWrite {
+  int src = 0;                 // producing GPU
+  bool rowsp = false;
+  bool nop = false;
+  uint32_t region = 0;         // st.rowsp: the region and row placed
+  uint64_t row_id = 0;
+  uint64_t row_offset = 0;
+  uint64_t local_row_id = 0;
+  uint64_t address = 0;        // device address written
+  uint32_t bytes = 0;
+};
+
+class HubListener {
+ public:
+  virtual ~HubListener() = default;
+  // Runs when the write's bytes are in GPU `gpu`'s memory (its write acknowledgement).
+  virtual void on_landed(int gpu, const LandedWrite& write) = 0;
+};
+
+struct HubFabricConfig {
+  bool rpm = false;                       // a Runtime Packet Manager at each egress
+  uint32_t rowsp_transaction_bytes = 128; // bytes of a row one warp store instruction covers (dispatch)
+  uint32_t st_transaction_bytes = 128;    // same for ordinary stores (GEMM2 epilogue)
+};
+
+class HubFabric {
+ public:
+  HubFabric(Cluster& cluster, const HubConfig& hub, const HubFabricConfig& config, HubListener& listener);
+  ~HubFabric();
+  HubFabric(const HubFabric&) = delete;
+  HubFabric& operator=(const HubFabric&) = delete;
+
+  RowspRegistry& registry() { return registry_; }
+  AddressAllocationUnit& aau(int g);
+  // Every partly merged RPM entry may leave (a fence or kernel end); no-op without RPMs.
+  void flush(int g);
+
+  // Aggregates over GPUs: AAU, RPM (or the direct path), egress packets and fill.
+  nlohmann::json stats() const;
+  uint64_t packets_sent() const;
+  double mean_packet_fill() const;
+
+  // Internal pieces, defined in hub_fabric.cpp.
+  class Node;
+
+ private:
+  uint32_t hold(const HubPacket& h);   // a packet in flight gets a slab slot (its cookie)
+  HubPacket release(uint64_t cookie);  // ...freed when it arrives
+
+  Cluster& cluster_;
+  HubConfig hub_;
+  HubFabricConfig cfg_;
+  HubListener& listener_;
+  RowspRegistry registry_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  // Packets in flight: the fabric's Packet carries an index into this slab.
+  std::vector<HubPacket> slab_;
+  std::vector<uint32_t> free_slots_;
+};
+
+}  // namespace moehub

@@ -1,0 +1,99 @@
+// End-to-end tests of the MoE-Hub systems through `moehub verify` and `moehub run`.
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result moehub(const std::vector<std::string>& args) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path dir = fs::temp_directory_path() / fmt::format("moehub-hubsys-{}-{}", ::getpid(), info->name());
+  fs::create_directories(dir);
+  std::string cmd = std::string("'") + MOEHUB_BINARY + "'";
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += fmt::format(" >'{}' 2>'{}' </dev/null", (dir / "stdout").string(), (dir / "stderr").string());
+  Result r;
+  const int raw = std::system(cmd.c_str());
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128;
+  r.out = slurp(dir / "stdout");
+  r.err = slurp(dir / "stderr");
+  fs::remove_all(dir);
+  return r;
+}
+
+// `moehub verify --format json` with extra arguments: every listed system must pass.
+nlohmann::json verify(std::vector<std::string> extra) {
+  std::vector<std::string> args = {"verify", "--format", "json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const Result r = moehub(args);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+TEST(CliMoeHub, VerifyPassesForAllFourVariants) {
+  const auto j = verify({"--systems", "mh-base,mh-pkt,mh-dep,moehub"});
+  EXPECT_TRUE(j["passed"].get<bool>());
+  EXPECT_EQ(j["results"].size(), 4u);
+}
+
+TEST(CliMoeHub, VerifyPassesWithATinyRat) {
+  // 4 mappings for hundreds of rows in flight: evictions, spills and restores on every GPU.
+  const auto j = verify({"--systems", "moehub", "--set", "hub.rat.entries=4", "--set", "hub.rat.banks=4"});
+  EXPECT_TRUE(j["passed"].get<bool>());
+}
+
+TEST(CliMoeHub, VerifyPassesWithATinyRpmBuffer) {
+  const auto j = verify({"--systems", "moehub", "--set", "hub.rpm.entries_per_peer=2"});
+  EXPECT_TRUE(j["passed"].get<bool>());
+}
+
+TEST(CliMoeHub, RunReportsHubStatistics) {
+  const Result r = moehub({"run", "--config", "verify", "--set", "run.functional=false", "--systems", "moehub,mh-base",
+                           "--set", "hub.rat.entries=4", "--set", "hub.rat.banks=4", "--format", "json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const auto& res : j["results"]) {
+    const auto& hub = res["stats"]["hub"];
+    for (const char* key : {"rat_hits", "rat_misses", "rat_evictions", "rat_restores", "packets", "mean_packet_fill",
+                            "polls", "rpm_merges"}) {
+      EXPECT_TRUE(hub.contains(key)) << res["system"] << " lacks " << key;
+    }
+    EXPECT_GT(hub["rat_restores"].get<uint64_t>(), 0u);
+  }
+  EXPECT_TRUE(j["results"][0]["stats"]["hub"].contains("dam_releases"));
+  EXPECT_TRUE(j["results"][0]["stats"]["hub"].contains("dam_retired_groups"));
+}
+
+TEST(CliMoeHub, RegionOverflowIsAFailedRun) {
+  const Result r = moehub({"verify", "--systems", "moehub", "--set", "systems.moehub.capacity_factor=0.25"});
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("moehub: error: rowspMalloc on GPU"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("capacity"), std::string::npos) << r.err;
+}
+
+}  // namespace

@@ -1,0 +1,170 @@
+// MoE-Hub and its ablations on small layers: the mechanisms, not the paper's numbers.
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/config_builder.h"
+#include "cli/param_catalog.h"
+#include "config/preset_catalog.h"
+#include "hub/rowsp.h"
+#include "moe/model_shape.h"
+#include "moe/workload.h"
+#include "sim/error.h"
+#include "systems/experiment.h"
+#include "systems/hub_fabric.h"
+#include "systems/system_registry.h"
+
+namespace moehub {
+namespace {
+
+// A resolved configuration (defaults, presets, then `sets`) and its workload.
+struct LayerSetup {
+  ParamRegistry registry = build_param_registry();
+  PresetCatalog catalog{MOEHUB_SOURCE_CONFIG_DIR};
+  std::unique_ptr<Config> config;
+  std::unique_ptr<Workload> workload;
+
+  LayerSetup(std::vector<std::string> sets, bool functional) {
+    ConfigRequest request;
+    if (functional) request.config_files.push_back("verify");
+    request.assignments = std::move(sets);
+    config = std::make_unique<Config>(build_config(catalog, registry, request));
+    workload = std::make_unique<Workload>(Workload::build(WorkloadConfig::from(*config), ModelShape::from(*config)));
+  }
+
+  std::vector<SystemOutcome> run(const std::string& systems, bool functional = false) const {
+    ExperimentOptions options;
+    options.functional = functional;
+    return run_experiment(*config, *workload, select_systems(systems), options);
+  }
+};
+
+const nlohmann::json& hub(const SystemOutcome& o) { return o.result.at("stats").at("hub"); }
+
+// 512 tokens of a narrowed Mixtral-8x7B (hidden 1024: 2 KiB rows) on 8 GPUs: 1024 rows, about
+// 128 per expert; small enough to simulate in well under a second.
+std::vector<std::string> small_layer() { return {"run.tokens=512", "model.hidden=1024", "model.ffn_hidden=2048"}; }
+
+TEST(HubTag, StRowspAndStRoundTrip) {
+  const uint64_t tag = HubTag::st_rowsp(MallocId::encode(3, 5), 123456, 8192, true);
+  const HubTag t = HubTag::decode(tag);
+  EXPECT_TRUE(t.rowsp);
+  EXPECT_TRUE(t.nop);
+  EXPECT_EQ(t.region, 5u);
+  EXPECT_EQ(t.row_id, 123456u);
+  EXPECT_EQ(t.row_offset, 8192u);
+  const HubTag p = HubTag::decode(HubTag::st((1ULL << 44) + 640));
+  EXPECT_FALSE(p.rowsp);
+  EXPECT_EQ(p.address, (1ULL << 44) + 640);
+  EXPECT_THROW(HubTag::st_rowsp(MallocId::encode(0, 0), 1ULL << 32, 0, false), std::logic_error);
+}
+
+TEST(MoeHubSystems, VerifyPassesForEveryVariant) {
+  const LayerSetup s({}, true);
+  for (const auto& o : s.run("mh-base,mh-pkt,mh-dep,moehub", true)) {
+    EXPECT_TRUE(o.functional_passed) << o.name << ": " << o.result["functional"].dump();
+  }
+}
+
+TEST(MoeHubSystems, TinyRatEvictsAndRestoresAndStillVerifies) {
+  const LayerSetup s({"hub.rat.entries=4", "hub.rat.banks=4"}, true);
+  for (const auto& o : s.run("mh-base,moehub", true)) {
+    EXPECT_TRUE(o.functional_passed) << o.name << ": " << o.result["functional"].dump();
+    EXPECT_GT(hub(o)["rat_evictions"].get<uint64_t>(), 0u) << o.name;
+    EXPECT_GT(hub(o)["rat_restores"].get<uint64_t>(), 0u) << o.name;
+  }
+}
+
+TEST(MoeHubSystems, TinyRpmBufferStillVerifies) {
+  const LayerSetup s({"hub.rpm.entries_per_peer=2"}, true);
+  for (const auto& o : s.run("mh-pkt,moehub", true)) {
+    EXPECT_TRUE(o.functional_passed) << o.name << ": " << o.result["functional"].dump();
+  }
+}
+
+TEST(MoeHubSystems, NoHostSynchronisationAndNoShuffles) {
+  const LayerSetup s(small_layer(), false);
+  for (const auto& o : s.run("mh-base,mh-pkt,mh-dep,moehub")) {
+    EXPECT_EQ(o.result["breakdown_us"]["synchronisation"].get<double>(), 0.0) << o.name;
+    EXPECT_EQ(o.result["breakdown_us"]["data_shuffles"].get<double>(), 0.0) << o.name;
+  }
+}
+
+TEST(MoeHubSystems, Gemm1TilesStartBeforeTheLastRowArrives) {
+  // Enough rows (8 MiB into each GPU) that the dispatch outlasts the host's launch sequence.
+  const LayerSetup s({"run.tokens=2048", "model.hidden=1024", "model.ffn_hidden=2048"}, false);
+  const auto out = s.run("moehub");
+  const SystemOutcome& o = out.at(0);
+  const auto& first = hub(o)["gemm1_first_tile_us"];
+  const auto& last = hub(o)["dispatch_end_us"];
+  for (size_t g = 0; g < first.size(); ++g) EXPECT_LT(first[g].get<double>(), last[g].get<double>()) << "GPU " << g;
+}
+
+TEST(MoeHubSystems, DamVariantsNeverPollWhilePollingVariantsDo) {
+  const LayerSetup s(small_layer(), false);
+  const auto out = s.run("mh-base,mh-pkt,mh-dep,moehub");
+  EXPECT_GT(hub(out[0])["polls"].get<uint64_t>(), 0u);
+  EXPECT_GT(hub(out[1])["polls"].get<uint64_t>(), 0u);
+  EXPECT_EQ(hub(out[2])["polls"].get<uint64_t>(), 0u);
+  EXPECT_EQ(hub(out[3])["polls"].get<uint64_t>(), 0u);
+  EXPECT_EQ(hub(out[0])["dam_released_or_retired_blocks"].get<uint64_t>(), 0u);
+  EXPECT_GT(hub(out[2])["dam_released_or_retired_blocks"].get<uint64_t>(), 0u);
+}
+
+TEST(MoeHubSystems, RpmSendsFewerFullerPacketsForTheSameRows) {
+  // An epilogue that writes half a line per instruction: without the RPM each half is a packet.
+  std::vector<std::string> sets = small_layer();
+  sets.push_back("systems.moehub.epilogue_transaction_bytes=64B");
+  const LayerSetup s(sets, false);
+  const auto out = s.run("mh-base,mh-pkt");
+  const auto& base = hub(out[0]);
+  const auto& pkt = hub(out[1]);
+  EXPECT_EQ(base["egress"]["payload_bytes"], pkt["egress"]["payload_bytes"]);
+  EXPECT_LT(pkt["packets"].get<uint64_t>(), base["packets"].get<uint64_t>());
+  EXPECT_GT(pkt["mean_packet_fill"].get<double>(), base["mean_packet_fill"].get<double>());
+  EXPECT_GT(pkt["rpm_merges"].get<uint64_t>(), 0u);
+  EXPECT_EQ(base["rpm_merges"].get<uint64_t>(), 0u);
+}
+
+TEST(MoeHubSystems, DamRetiresTheTilesThatNeverGetRows) {
+  const LayerSetup s(small_layer(), false);
+  // Capacity: min(512 tokens, 4 x 1024 rows / 8 experts) = 512 rows = 4 tiles of 128 per expert;
+  // an expert with r rows fills ceil(r / 128) of them, the rest are retired at AllReady.
+  uint64_t retired = 0, used = 0;
+  for (int64_t e = 0; e < s.workload->model().experts(); ++e) {
+    uint64_t rows = 0;
+    for (int64_t src = 0; src < 8; ++src) rows += static_cast<uint64_t>(s.workload->plan().rows_to_expert(src, e));
+    used += (rows + 127) / 128;
+    retired += 4 - (rows + 127) / 128;
+  }
+  ASSERT_GT(retired, 0u);
+  const auto out = s.run("moehub");
+  const SystemOutcome& o = out.at(0);
+  EXPECT_EQ(hub(o)["region_capacity_rows"].get<uint64_t>(), 512u);
+  EXPECT_EQ(hub(o)["dam_retired_groups"].get<uint64_t>(), retired);
+  // Every used tile is released (full or partial), and every scaling group too.
+  EXPECT_GE(hub(o)["dam_releases"].get<uint64_t>(), used);
+}
+
+TEST(MoeHubSystems, RegionOverflowFailsTheRun) {
+  std::vector<std::string> sets = small_layer();
+  sets.push_back("systems.moehub.capacity_factor=0.5");
+  const LayerSetup s(sets, false);
+  try {
+    s.run("moehub");
+    FAIL() << "a region smaller than its rows must fail the run";
+  } catch (const RowspError& e) {
+    EXPECT_EQ(e.kind(), RowspErrorKind::RegionOverflow);
+  }
+}
+
+TEST(MoeHubSystems, TimerBypassOffIsRefused) {
+  const LayerSetup s({"run.tokens=512", "hub.rpm.timer_bypass=0ns"}, false);
+  EXPECT_THROW(s.run("moehub"), UserError);
+}
+
+}  // namespace
+}  // namespace moehub
