@@ -29,32 +29,10 @@ uint32_t EventQueue::acquire_slot() {
   return slot_count_++;
 }
 
-EventHandle EventQueue::commit(Time at, int32_t priority, uint32_t slot) {
-  Slot& s = slot_at(slot);
-  if (priority < kMinPriority || priority > kMaxPriority) {
-    s.fn.reset();
-    free_slots_.push_back(slot);
-    throw std::logic_error("event priority out of range");
-  }
-  s.live = true;
-  const uint64_t biased = static_cast<uint64_t>(priority - kMinPriority);
-  s.time = static_cast<uint64_t>(at.ps()) ^ kTimeBias;
-  s.order = (biased << 48) | next_seq_++;
-  ++live_;
-  // Unsigned: an event before the cursor (possible only when the queue is used without a
-  // clock) wraps around to a huge distance and goes to the heap.
-  const uint64_t distance = (s.time >> kBucketBits) - cursor_;
-  if (distance >= kBuckets || !bucket_insert(static_cast<uint32_t>((s.time >> kBucketBits) & (kBuckets - 1)), slot)) {
-    heap_.push_back(Key{s.time, s.order, slot});
-    sift_up(heap_.size() - 1);
-  }
-  return EventHandle{slot, s.generation};
-}
-
 // Keeps the bucket sorted by key. Appending is the common case (later events are mostly
 // scheduled later); an insertion that would walk far goes to the heap, which keeps bursts of
 // out-of-order events at one time from costing quadratic time.
-bool EventQueue::bucket_insert(uint32_t bucket, uint32_t slot) {
+inline bool EventQueue::bucket_insert(uint32_t bucket, uint32_t slot) {
   Slot& s = slot_at(slot);
   const uint32_t tail = bucket_tail_[bucket];
   if (tail == kNone) {
@@ -83,7 +61,29 @@ bool EventQueue::bucket_insert(uint32_t bucket, uint32_t slot) {
   return true;
 }
 
-uint32_t EventQueue::first_bucket() const {
+EventHandle EventQueue::commit(Time at, int32_t priority, uint32_t slot) {
+  Slot& s = slot_at(slot);
+  if (priority < kMinPriority || priority > kMaxPriority) {
+    s.fn.reset();
+    free_slots_.push_back(slot);
+    throw std::logic_error("event priority out of range");
+  }
+  s.live = true;
+  const uint64_t biased = static_cast<uint64_t>(priority - kMinPriority);
+  s.time = static_cast<uint64_t>(at.ps()) ^ kTimeBias;
+  s.order = (biased << 48) | next_seq_++;
+  ++live_;
+  // Unsigned: an event before the cursor (possible only when the queue is used without a
+  // clock) wraps around to a huge distance and goes to the heap.
+  const uint64_t distance = (s.time >> kBucketBits) - cursor_;
+  if (distance >= kBuckets || !bucket_insert(static_cast<uint32_t>((s.time >> kBucketBits) & (kBuckets - 1)), slot)) {
+    heap_.push_back(Key{s.time, s.order, slot});
+    sift_up(heap_.size() - 1);
+  }
+  return EventHandle{slot, s.generation};
+}
+
+inline uint32_t EventQueue::first_bucket() const {
   if (bucket_summary_ == 0) return kNone;
   const uint32_t p = static_cast<uint32_t>(cursor_ & (kBuckets - 1));
   const uint32_t w = p >> 6;
@@ -105,7 +105,7 @@ uint32_t EventQueue::first_bucket() const {
   return (w << 6) | static_cast<uint32_t>(__builtin_ctzll(bits));
 }
 
-void EventQueue::bucket_pop(uint32_t bucket) {
+inline void EventQueue::bucket_pop(uint32_t bucket) {
   const uint32_t head = bucket_head_[bucket];
   const uint32_t next = slot_at(head).next;
   bucket_head_[bucket] = next;
@@ -117,7 +117,7 @@ void EventQueue::bucket_pop(uint32_t bucket) {
   }
 }
 
-uint32_t EventQueue::calendar_front() {
+inline uint32_t EventQueue::calendar_front() {
   for (;;) {
     const uint32_t bucket = first_bucket();
     if (bucket == kNone) return kNone;
@@ -128,7 +128,7 @@ uint32_t EventQueue::calendar_front() {
   }
 }
 
-uint32_t EventQueue::take_front(uint64_t limit_biased) {
+inline uint32_t EventQueue::take_front(uint64_t limit_biased) {
   drop_cancelled_top();
   const uint32_t c = calendar_front();
   bool from_heap;

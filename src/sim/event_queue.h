@@ -88,13 +88,13 @@ class EventQueue {
 
   uint32_t acquire_slot();
   EventHandle commit(Time at, int32_t priority, uint32_t slot);
-  bool bucket_insert(uint32_t bucket, uint32_t slot);
-  uint32_t first_bucket() const;  // first non-empty bucket from the cursor, or kNone
-  uint32_t calendar_front();      // earliest live slot in the calendar (drops cancelled), or kNone
-  void bucket_pop(uint32_t bucket);
+  [[gnu::always_inline]] inline bool bucket_insert(uint32_t bucket, uint32_t slot);
+  [[gnu::always_inline]] inline uint32_t first_bucket() const;  // first non-empty bucket from the cursor, or kNone
+  [[gnu::always_inline]] inline uint32_t calendar_front();      // earliest live slot in the calendar (drops cancelled), or kNone
+  [[gnu::always_inline]] inline void bucket_pop(uint32_t bucket);
   // Removes the earliest live event (from whichever structure holds it) if it is due by
   // `limit_biased`; returns its slot or kNone.
-  uint32_t take_front(uint64_t limit_biased);
+  [[gnu::always_inline]] inline uint32_t take_front(uint64_t limit_biased);
   void sift_up(size_t i);
   void pop_top();
   void drop_cancelled_top();
