@@ -50,7 +50,7 @@ void BM_AllToAll(benchmark::State& state) {
   }
   report(state, packets, data, events);
 }
-BENCHMARK(BM_AllToAll)->Args({16, 1})->Args({16, 0})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AllToAll)->Args({2, 1})->Args({16, 1})->Args({16, 0})->Unit(benchmark::kMillisecond);
 
 // Seven GPUs send range(0) MiB each to GPU 0: every buffer fills and credits gate every packet.
 void BM_Incast(benchmark::State& state) {

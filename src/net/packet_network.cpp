@@ -47,6 +47,7 @@ PacketNetwork::PacketNetwork(const NetConfig& config, Simulator& sim, TraceRecor
     u.credits.init(cfg_.buffer_flits(cfg_.switch_buffer_bytes), cfg_.buffer_flits(cfg_.response_buffer_bytes));
   }
   voq_.resize(static_cast<size_t>(s_) * n_ * n_ * 2);
+  voq_head_.resize(voq_.size());
   outputs_.resize(static_cast<size_t>(s_) * n_);
   for (auto& o : outputs_) {
     o.credits.init(cfg_.buffer_flits(cfg_.ingress_buffer_bytes), cfg_.buffer_flits(cfg_.response_buffer_bytes));
@@ -86,6 +87,44 @@ void PacketNetwork::push(Queue& q, uint32_t id) {
   }
   q.tail = id;
   q.flits += s.flits;
+}
+
+void PacketNetwork::set_voq_head(Output& o, int tc, uint32_t in, size_t index) {
+  const Slot& s = pool_[voq_[index].head];
+  voq_head_[index] = VoqHead{s.ready_ps, s.flits, s.pkt.priority};
+  if (s.pkt.priority > 0) {
+    o.prioritized[tc] |= 1ULL << in;
+  } else {
+    o.prioritized[tc] &= ~(1ULL << in);
+  }
+}
+
+void PacketNetwork::push_voq(uint32_t output, int tc, uint32_t in, uint32_t id) {
+  const size_t index = voq_index(output, tc, in);
+  Queue& q = voq_[index];
+  const bool was_empty = q.empty();
+  push(q, id);
+  Output& o = outputs_[output];
+  ++o.pending;
+  if (was_empty) {
+    o.occupied[tc] |= 1ULL << in;
+    set_voq_head(o, tc, in, index);
+  }
+}
+
+uint32_t PacketNetwork::pop_voq(uint32_t output, int tc, uint32_t in) {
+  const size_t index = voq_index(output, tc, in);
+  Queue& q = voq_[index];
+  const uint32_t id = pop(q);
+  Output& o = outputs_[output];
+  --o.pending;
+  if (q.empty()) {
+    o.occupied[tc] &= ~(1ULL << in);
+    o.prioritized[tc] &= ~(1ULL << in);
+  } else {
+    set_voq_head(o, tc, in, index);
+  }
+  return id;
 }
 
 uint32_t PacketNetwork::pop(Queue& q) {
@@ -230,9 +269,7 @@ void PacketNetwork::send_on_uplink(int gpu, int tc) {
   const uint32_t dst = static_cast<uint32_t>(s.pkt.dst);
   const uint32_t out = s.plane * n_ + dst;
   const Time ready = Time::from_ps(s.ready_ps);
-  push(voq(s.plane, static_cast<uint32_t>(gpu), dst, tc), id);
-  ++outputs_[out].pending;
-  outputs_[out].occupied[tc] |= 1ULL << gpu;
+  push_voq(out, tc, static_cast<uint32_t>(gpu), id);
   schedule_output_wake(out, max(ready, outputs_[out].busy_until));
 }
 
@@ -272,8 +309,6 @@ void PacketNetwork::arbitrate(uint32_t out) {
     schedule_output_wake(out, o.busy_until);
     return;
   }
-  const int plane = static_cast<int>(out / n_);
-  const uint32_t dst = out % n_;
   int64_t earliest = INT64_MAX;
   bool credit_blocked = false;
   for (int tc = 1; tc >= 0; --tc) {  // responses first (strict priority class)
@@ -283,11 +318,12 @@ void PacketNetwork::arbitrate(uint32_t out) {
     // Round-robin from the input after the last grant, visiting only non-empty VOQs.
     const uint64_t occupied = o.occupied[tc];
     const uint64_t after = o.rr + 1 < 64 ? occupied & (~0ULL << (o.rr + 1)) : 0;
+    const VoqHead* heads = &voq_head_[voq_index(out, tc, 0)];
     for (uint64_t pass : {after, occupied & ~after}) {
       while (pass) {
         const uint32_t in = static_cast<uint32_t>(__builtin_ctzll(pass));
         pass &= pass - 1;
-        const Slot& h = pool_[voq(plane, in, dst, tc).head];
+        const VoqHead& h = heads[in];
         if (h.ready_ps > now.ps()) {
           if (h.ready_ps < earliest) earliest = h.ready_ps;
           continue;
@@ -296,11 +332,15 @@ void PacketNetwork::arbitrate(uint32_t out) {
           credit_blocked = true;
           continue;
         }
-        if (static_cast<int>(h.pkt.priority) > best_priority) {
+        if (static_cast<int>(h.priority) > best_priority) {
           best = in;
-          best_priority = h.pkt.priority;
+          best_priority = static_cast<int>(h.priority);
+          // With no prioritised head in this class, the first eligible input in round-robin
+          // order wins; the rest of the scan could not change the choice.
+          if (o.prioritized[tc] == 0) break;
         }
       }
+      if (best >= 0 && o.prioritized[tc] == 0) break;
     }
     if (best >= 0) {
       send_on_downlink(out, tc, static_cast<uint32_t>(best));
@@ -322,10 +362,7 @@ void PacketNetwork::send_on_downlink(uint32_t out, int tc, uint32_t in) {
   Output& o = outputs_[out];
   const int plane = static_cast<int>(out / n_);
   const int dst = static_cast<int>(out % n_);
-  Queue& q = voq(plane, in, static_cast<uint32_t>(dst), tc);
-  const uint32_t id = pop(q);
-  if (q.empty()) o.occupied[tc] &= ~(1ULL << in);
-  --o.pending;
+  const uint32_t id = pop_voq(out, tc, in);
   Slot& s = pool_[id];
   const Time ser = ser_[s.flits];
   o.busy_until = now + ser;

@@ -90,6 +90,7 @@ class PacketNetwork final : public Network {
     uint32_t rr = 0;         // last input granted
     uint32_t pending = 0;    // packets in this output's virtual output queues
     uint64_t occupied[2] = {0, 0};  // per class: bit i set if input i's VOQ is not empty
+    uint64_t prioritized[2] = {0, 0};  // per class: bit i set if that VOQ's head has priority > 0
     int64_t wake_at = INT64_MAX;
     bool waiting = false;
     LinkStats stats;
@@ -126,9 +127,13 @@ class PacketNetwork final : public Network {
   void retry_ingress(int gpu, Blocked reason);
 
   Queue& egress(int gpu, int tc) { return egress_[static_cast<size_t>(gpu) * 2 + static_cast<size_t>(tc)]; }
-  Queue& voq(int plane, uint32_t in, uint32_t out, int tc) {
-    return voq_[((static_cast<size_t>(plane) * n_ + in) * n_ + out) * 2 + static_cast<size_t>(tc)];
+  // VOQs are laid out by output link, then class, then input: one arbitration scans one run.
+  size_t voq_index(uint32_t output, int tc, uint32_t in) const {
+    return (static_cast<size_t>(output) * 2 + static_cast<size_t>(tc)) * n_ + in;
   }
+  void push_voq(uint32_t output, int tc, uint32_t in, uint32_t id);
+  uint32_t pop_voq(uint32_t output, int tc, uint32_t in);
+  void set_voq_head(Output& o, int tc, uint32_t in, size_t index);
   Queue& ingress(int gpu, int plane, int tc) {
     return ingress_[(static_cast<size_t>(gpu) * s_ + static_cast<size_t>(plane)) * 2 + static_cast<size_t>(tc)];
   }
@@ -151,6 +156,14 @@ class PacketNetwork final : public Network {
   std::vector<uint8_t> next_plane_;  // per (src, dst): round-robin spreading
   std::vector<Uplink> uplinks_;
   std::vector<Queue> voq_;
+  // A copy of each VOQ's head packet's arbitration fields (valid while the VOQ is not empty),
+  // so that arbitration reads one contiguous array instead of chasing pool slots.
+  struct VoqHead {
+    int64_t ready_ps;
+    uint32_t flits;
+    uint32_t priority;
+  };
+  std::vector<VoqHead> voq_head_;
   std::vector<Output> outputs_;
   std::vector<Queue> ingress_;
   std::vector<uint8_t> ingress_blocked_;
