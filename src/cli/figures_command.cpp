@@ -37,11 +37,21 @@ struct FiguresOptions {
   std::string source_dir;   // default: <config-dir>/../src/systems
 };
 
+}  // namespace
+
 Config config_from_settings(const CliContext& ctx, const std::vector<SweepSetting>& settings) {
   ConfigRequest req;
-  for (const auto& s : settings) req.flags.push_back({s.path, s.text, s.origin});
-  return build_config(ctx.catalog(), *ctx.registry, req);
+  const PresetCatalog catalog = ctx.catalog();
+  for (const auto& s : settings) {
+    // Presets are looked up here first so that an unknown name points at the figure file.
+    if (s.path == "run.model") catalog.resolve(PresetKind::Model, s.text, s.origin);
+    if (s.path == "run.hardware") catalog.resolve(PresetKind::Hardware, s.text, s.origin);
+    req.flags.push_back({s.path, s.text, s.origin});
+  }
+  return build_config(catalog, *ctx.registry, req);
 }
+
+namespace {
 
 // The chosen figures and, after them, the figures their tables read.
 std::vector<const FigureSpec*> select(const std::vector<FigureSpec>& specs, const std::vector<std::string>& names) {

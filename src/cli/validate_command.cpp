@@ -16,14 +16,12 @@ namespace {
 
 int validate_figure(const CliContext& ctx, const std::string& file) {
   const FigureSpec spec = load_figure_spec(file);
-  size_t points = 0;
+  size_t points[2] = {0, 0};
   std::set<std::string> unregistered;
   for (bool quick : {false, true}) {
     for (const SweepPoint& p : spec.points(quick)) {
-      ConfigRequest req;
-      for (const auto& s : p.settings) req.flags.push_back({s.path, s.text, s.origin});
-      build_config(ctx.catalog(), *ctx.registry, req);
-      ++points;
+      config_from_settings(ctx, p.settings);
+      ++points[quick];
     }
     if (spec.has_sweep()) {
       for (const auto& s : spec.axes(quick).systems) {
@@ -32,12 +30,10 @@ int validate_figure(const CliContext& ctx, const std::string& file) {
     }
   }
   if (spec.kind == "area") {
-    ConfigRequest req;
-    req.flags.push_back({"run.hardware", spec.hardware, file + ": figure.hardware"});
-    build_config(ctx.catalog(), *ctx.registry, req);
+    config_from_settings(ctx, {{"run.hardware", spec.hardware, file + ": figure.hardware"}});
   }
-  std::cout << fmt::format("{}: ok (figure '{}' of kind {}: {} full and quick points resolved", file, spec.name,
-                           spec.kind, points);
+  std::cout << fmt::format("{}: ok (figure '{}' of kind {}: {} points resolved ({} in --quick)", file, spec.name,
+                           spec.kind, points[0], points[1]);
   if (!unregistered.empty()) std::cout << fmt::format("; not implemented yet: {}", fmt::join(unregistered, ", "));
   std::cout << ")\n";
   return 0;
