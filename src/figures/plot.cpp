@@ -34,6 +34,7 @@ std::string number(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v
 
 constexpr int kPanelWidth = 640;
 constexpr int kPanelHeight = 380;
+constexpr int kMinWidth = 1000;
 
 void write_datablock(std::ostream& gp, const PlotPanel& p, size_t index) {
   gp << fmt::format("$panel{} << EOD\n", index);
@@ -111,7 +112,7 @@ std::string gnuplot_script(const Plot& plot, const std::string& stem) {
   for (size_t i = 0; i < plot.panels.size(); ++i) write_datablock(gp, plot.panels[i], i);
   const int columns = std::max(1, std::min(plot.columns, static_cast<int>(plot.panels.size())));
   const int rows = static_cast<int>((plot.panels.size() + static_cast<size_t>(columns) - 1) / static_cast<size_t>(columns));
-  const int width = kPanelWidth * columns;
+  const int width = std::max(kMinWidth, kPanelWidth * columns);  // room for the title and note
   const int height = kPanelHeight * rows + 40 + (plot.note.empty() ? 0 : 20);
   const std::vector<std::pair<std::string, std::string>> terminals{
       {fmt::format("svg size {},{} font 'Helvetica,11' background rgb 'white'", width, height), stem + ".svg"},
