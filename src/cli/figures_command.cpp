@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "cli/command.h"
 #include "cli/config_builder.h"
@@ -142,7 +143,9 @@ int run_figures(const CliContext& ctx, const FiguresOptions& o) {
   for (size_t i = 0; i < outcomes.size(); ++i) {
     const auto& [figure, p, s] = where[i];
     RunCell& c = context.runs.at(figure).cells[p][s];
-    c.status = outcomes[i].ok ? RunStatus::Ok : RunStatus::Failed;
+    c.status = outcomes[i].ok            ? RunStatus::Ok
+               : outcomes[i].unsupported ? RunStatus::Unsupported
+                                         : RunStatus::Failed;
     if (outcomes[i].ok) {
       c.result = outcomes[i].result;
       c.moe_flops = outcomes[i].moe_flops;
@@ -168,8 +171,8 @@ int run_figures(const CliContext& ctx, const FiguresOptions& o) {
   write_text(md, results_markdown(written, context, prefix, o.quick));
 
   const SweepSummary& sum = runner.summary();
-  std::cerr << fmt::format("figures: {} figure(s) in {}: {} runs computed, {} cached, {} failed; {:.1f} s\n",
-                           written.size(), out_dir.string(), sum.computed, sum.cached, sum.failed,
+  std::cerr << fmt::format("figures: {} figure(s) in {}: {} runs computed, {} cached, {} unsupported, {} failed; {:.1f} s\n",
+                           written.size(), out_dir.string(), sum.computed, sum.cached, sum.unsupported, sum.failed,
                            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return sum.failed ? 1 : 0;
 }

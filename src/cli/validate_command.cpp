@@ -1,6 +1,7 @@
 // `moehub validate FILE`: checks a preset or experiment file against every declared parameter.
 // A figure file (one with a [figure] table, read by `moehub figures`) is checked as a figure:
-// its sections, and the resolved configuration of every point of its full and quick sweeps.
+// its sections, and the resolved configuration and routed workload of every point of its full
+// and quick sweeps.
 
 #include <fmt/format.h>
 #include <iostream>
@@ -9,6 +10,7 @@
 #include "cli/command.h"
 #include "cli/config_builder.h"
 #include "figures/figure_spec.h"
+#include "figures/sweep_runner.h"
 #include "systems/system_registry.h"
 
 namespace moehub {
@@ -20,7 +22,7 @@ int validate_figure(const CliContext& ctx, const std::string& file) {
   std::set<std::string> unregistered;
   for (bool quick : {false, true}) {
     for (const SweepPoint& p : spec.points(quick)) {
-      config_from_settings(ctx, p.settings);
+      check_point_workload(config_from_settings(ctx, p.settings), p);
       ++points[quick];
     }
     if (spec.has_sweep()) {

@@ -10,6 +10,7 @@ const char* run_status_name(RunStatus s) {
   switch (s) {
     case RunStatus::Ok: return "ok";
     case RunStatus::NotImplemented: return "not implemented";
+    case RunStatus::Unsupported: return "unsupported";
     case RunStatus::Failed: return "failed";
   }
   return "?";
@@ -46,18 +47,21 @@ std::vector<std::string> FigureRuns::systems_with_data() const {
 }
 
 std::string FigureRuns::missing_note() const {
-  std::vector<std::string> missing, failed;
+  std::vector<std::string> missing, unsupported, failed;
   for (size_t s = 0; s < systems.size(); ++s) {
-    bool any_missing = false, any_failed = false;
+    bool any_missing = false, any_unsupported = false, any_failed = false;
     for (const auto& row : cells) {
       any_missing |= row[s].status == RunStatus::NotImplemented;
+      any_unsupported |= row[s].status == RunStatus::Unsupported;
       any_failed |= row[s].status == RunStatus::Failed;
     }
     if (any_missing) missing.push_back(systems[s]);
+    if (any_unsupported) unsupported.push_back(systems[s]);
     if (any_failed) failed.push_back(systems[s]);
   }
   std::vector<std::string> parts;
   if (!missing.empty()) parts.push_back(fmt::format("not implemented: {}", fmt::join(missing, ", ")));
+  if (!unsupported.empty()) parts.push_back(fmt::format("unsupported points: {}", fmt::join(unsupported, ", ")));
   if (!failed.empty()) parts.push_back(fmt::format("failed runs: {}", fmt::join(failed, ", ")));
   return fmt::format("{}", fmt::join(parts, "; "));
 }

@@ -17,8 +17,8 @@
 
 namespace moehub {
 
-enum class RunStatus { Ok, NotImplemented, Failed };
-const char* run_status_name(RunStatus s);  // "ok", "not implemented", "failed"
+enum class RunStatus { Ok, NotImplemented, Unsupported, Failed };
+const char* run_status_name(RunStatus s);  // "ok", "not implemented", "unsupported", "failed"
 
 struct RunCell {
   RunStatus status = RunStatus::NotImplemented;

@@ -209,6 +209,7 @@ std::vector<SweepPoint> FigureSpec::points(bool quick_subset) const {
             p.seq_length = per_gpu ? n : 0;
             p.tokens = per_gpu ? n * gpus : n;
             p.imbalance = std_dev;
+            p.origin = origin;
             p.settings.push_back({"run.model", model, origin + ".models"});
             p.settings.push_back({"run.gpus", std::to_string(gpus), origin + ".gpus"});
             p.settings.push_back({"run.tokens", std::to_string(p.tokens), origin + (per_gpu ? ".seq_lengths" : ".tokens")});

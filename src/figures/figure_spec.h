@@ -38,6 +38,7 @@ struct SweepPoint {
   int64_t seq_length = 0;  // 0 when the sweep gives total tokens
   double imbalance = 0;
   std::vector<SweepSetting> settings;  // axis values first, then `set`, in order
+  std::string origin;                  // "<file>: sweep", named in errors
 
   std::string label() const;  // e.g. "mixtral-8x7b 8 GPUs 8192 tokens std 0.032"
 };

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "moe/model_shape.h"
+#include "sim/error.h"
 #include "moe/workload.h"
 #include "systems/experiment.h"
 #include "systems/system_registry.h"
@@ -28,6 +29,15 @@ struct Prepared {
 };
 
 }  // namespace
+
+void check_point_workload(const Config& config, const SweepPoint& point) {
+  try {
+    const ModelShape model = ModelShape::from(config);
+    Workload::build(WorkloadConfig::from(config), model);
+  } catch (const UserError& e) {
+    throw UserError(fmt::format("{} ({})", point.origin, point.label()), e.what());
+  }
+}
 
 void parallel_for(size_t n, unsigned jobs, const std::function<void(size_t)>& body) {
   std::atomic<size_t> next{0};
@@ -62,10 +72,21 @@ std::vector<RunOutcome> SweepRunner::run(const std::vector<RunRequest>& requests
   summary_.requests = requests.size();
 
   // Resolve every configuration first: a bad one fails before any simulation starts.
+  // The routed workload is built once per point for the same reason (it does not depend on
+  // the system): a shape the workload rejects is an error in the sweep, not in a system.
   std::vector<Prepared> prepared(requests.size());
+  std::map<std::string, size_t> first_of_point;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    std::string id = requests[i].point.origin;
+    for (const auto& s : requests[i].point.settings) id += "\n" + s.path + "=" + s.text;
+    first_of_point.emplace(id, i);
+  }
+  std::vector<bool> check_workload(requests.size(), false);
+  for (const auto& [id, i] : first_of_point) check_workload[i] = true;
   parallel_for(requests.size(), jobs_, [&](size_t i) {
     prepared[i].config.emplace(factory_(requests[i].point, requests[i].system));
     prepared[i].key = run_key(binary_, requests[i].system, prepared[i].config->to_json());
+    if (check_workload[i]) check_point_workload(*prepared[i].config, requests[i].point);
   });
 
   // Distinct runs (figures share points), then the cache.
@@ -122,6 +143,9 @@ std::vector<RunOutcome> SweepRunner::run(const std::vector<RunRequest>& requests
       cache_.store(o.key, {{"result", o.result}, {"moe_flops", o.moe_flops}, {"point", req.point.label()}},
                    binary_, req.system);
       o.ok = true;
+    } catch (const UserError& e) {
+      o.error = e.what();
+      o.unsupported = true;
     } catch (const std::exception& e) {
       o.error = e.what();
     }
@@ -129,7 +153,9 @@ std::vector<RunOutcome> SweepRunner::run(const std::vector<RunRequest>& requests
     ++finished;
     if (progress_) {
       *progress_ << fmt::format("figures: [{}/{}] {} {}: {}\n", finished, todo.size(), req.point.label(), req.system,
-                                o.ok ? fmt::format("{:.2f} s", seconds_since(run_start)) : "FAILED: " + o.error);
+                                o.ok            ? fmt::format("{:.2f} s", seconds_since(run_start))
+                                : o.unsupported ? "unsupported: " + o.error
+                                                : "FAILED: " + o.error);
       progress_->flush();
     }
     computed[t] = std::move(o);
@@ -137,6 +163,8 @@ std::vector<RunOutcome> SweepRunner::run(const std::vector<RunRequest>& requests
   for (auto& o : computed) {
     if (o.ok) {
       ++summary_.computed;
+    } else if (o.unsupported) {
+      ++summary_.unsupported;
     } else {
       ++summary_.failed;
     }

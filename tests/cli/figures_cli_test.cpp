@@ -188,11 +188,11 @@ TEST_F(FiguresCli, RerunUsesTheCacheAndTheFullSweepComputesOnlyNewPoints) {
   const std::string first = slurp(dir_ / "out" / "tiny.csv");
   const Result again = figures({"--quick", "tiny"});
   ASSERT_EQ(again.status, 0) << again.err;
-  EXPECT_NE(again.err.find("0 runs computed, 1 cached, 0 failed"), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("0 runs computed, 1 cached, 0 unsupported, 0 failed"), std::string::npos) << again.err;
   EXPECT_EQ(slurp(dir_ / "out" / "tiny.csv"), first);
   const Result full = figures({"tiny"});
   ASSERT_EQ(full.status, 0) << full.err;
-  EXPECT_NE(full.err.find("1 runs computed, 1 cached, 0 failed"), std::string::npos) << full.err;
+  EXPECT_NE(full.err.find("1 runs computed, 1 cached, 0 unsupported, 0 failed"), std::string::npos) << full.err;
   EXPECT_EQ(lines(slurp(dir_ / "out" / "tiny.csv")).size(), 5u);
   // A changed parameter is a different configuration: computed again.
   std::string changed = kTinyFigure;
@@ -215,6 +215,11 @@ TEST_F(FiguresCli, BadInput) {
   expect_bad_input({"--jobs", "many"}, "--jobs");
   write(dir_ / "exp" / "tiny.toml", std::string(kTinyFigure) + "\n[sweep.extra]\n");
   expect_bad_input({}, "tiny.toml:");
+  std::string three = kTinyFigure;
+  three.replace(three.find("gpus = [2]"), 10, "gpus = [3]");
+  write(dir_ / "exp" / "tiny.toml", three);
+  expect_bad_input({"--quick"}, "tiny.toml: sweep (mixtral-8x7b 3 GPUs 256 tokens): model.experts: 8 experts do not "
+                                "divide over 3 GPUs");
 }
 
 TEST_F(FiguresCli, ValidateChecksFigureFiles) {
@@ -230,6 +235,11 @@ TEST_F(FiguresCli, ValidateChecksFigureFiles) {
   r = moehub({"figures", "--out", (dir_ / "out").string(), "--experiments", (dir_ / "exp").string(), "bad"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("bad.toml: sweep.models: unknown models preset 'nope'"), std::string::npos) << r.err;
+  write(dir_ / "exp" / "bad.toml", "[figure]\nkind = \"fig13\"\n[sweep]\nmodels = [\"mixtral-8x7b\"]\ngpus = [2]\n"
+                                   "tokens = [64]\nsystems = [\"ideal\"]\n[sweep.quick]\ngpus = [3]\n");
+  r = moehub({"validate", (dir_ / "exp" / "bad.toml").string()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("bad.toml: sweep (mixtral-8x7b 3 GPUs 64 tokens): model.experts"), std::string::npos) << r.err;
   write(dir_ / "exp" / "bad.toml", "[figure]\nkind = \"fig13\"\n[run]\ntokens = 64\n");
   r = moehub({"validate", (dir_ / "exp" / "bad.toml").string()});
   EXPECT_EQ(r.status, 2);
