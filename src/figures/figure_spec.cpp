@@ -332,6 +332,12 @@ std::vector<FigureSpec> load_figure_specs(const fs::path& dir) {
   for (const auto& f : files) {
     if (is_figure_file(f)) out.push_back(load_figure_spec(f));
   }
+  // The paper's order: the figures, then the table, then the area.
+  const auto rank = [](const FigureSpec& s) {
+    const auto& k = figure_kinds();
+    return std::find(k.begin(), k.end(), s.kind) - k.begin();
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const FigureSpec& a, const FigureSpec& b) { return rank(a) < rank(b); });
   return out;
 }
 

@@ -89,7 +89,7 @@ const std::vector<std::string>& figure_sections();
 // True if the TOML file has a [figure] table. Throws UserError on a TOML syntax error.
 bool is_figure_file(const std::filesystem::path& file);
 FigureSpec load_figure_spec(const std::filesystem::path& file);
-// Every figure file in `dir`, sorted by name.
+// Every figure file in `dir`, in the order of figure_kinds(), then by name.
 std::vector<FigureSpec> load_figure_specs(const std::filesystem::path& dir);
 
 }  // namespace moehub

@@ -104,7 +104,7 @@ std::string results_markdown(const std::vector<WrittenFigure>& figures, const Fi
     std::vector<std::string> links;
     for (const auto& [file, table] : f.output.csvs) links.push_back(fmt::format("[{}]({}{})", file, link_prefix, file));
     md << "Data: " << fmt::format("{}", fmt::join(links, ", ")) << ".";
-    if (!f.note.empty()) md << " " << f.note << ".";
+    if (!f.note.empty()) md << " Systems without results: " << f.note << ".";
     md << "\n";
   }
   return md.str();

@@ -210,7 +210,7 @@ TEST_F(FiguresCli, TableBringsTheFiguresItReads) {
 }
 
 TEST_F(FiguresCli, BadInput) {
-  expect_bad_input({"nope"}, "figures: unknown figure 'nope' (known: area, tiny, tinytable)");
+  expect_bad_input({"nope"}, "figures: unknown figure 'nope' (known: tiny, tinytable, area)");
   expect_bad_input({"--jobs", "0"}, "--jobs: expected a positive number of jobs, got 0");
   expect_bad_input({"--jobs", "many"}, "--jobs");
   write(dir_ / "exp" / "tiny.toml", std::string(kTinyFigure) + "\n[sweep.extra]\n");
