@@ -108,7 +108,8 @@ int run_figures(const CliContext& ctx, const FiguresOptions& o) {
 
   FigureContext context;
   context.build_config = [&ctx](const std::vector<SweepSetting>& s) { return config_from_settings(ctx, s); };
-  context.systems_source_dir = o.source_dir.empty() ? config_dir.parent_path() / "src" / "systems" : fs::path(o.source_dir);
+  context.systems_source_dir = o.source_dir.empty() ? (config_dir / "..").lexically_normal() / "src" / "systems"
+                                                     : fs::path(o.source_dir);
   for (const auto& s : all_systems()) context.registered_systems.push_back(s.name);
 
   // Every (point, registered system) of every chosen sweep; unregistered systems are labelled.
