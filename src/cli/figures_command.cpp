@@ -1,0 +1,199 @@
+// `moehub figures --out DIR [--quick] [--jobs N] [FIGURE...]`: runs the sweeps of the paper's
+// Section VI from configs/experiments/, caches every run, and writes per figure a CSV, an SVG
+// and a PNG (gnuplot), plus RESULTS.md. How each figure is computed: docs/figures.md.
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fmt/format.h>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+#include <tuple>
+
+#include "cli/command.h"
+#include "cli/config_builder.h"
+#include "figures/figure_data.h"
+#include "figures/results_markdown.h"
+#include "figures/sweep_runner.h"
+#include "report/output_file.h"
+#include "sim/error.h"
+#include "systems/system_registry.h"
+
+namespace moehub {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct FiguresOptions {
+  std::string out;
+  bool quick = false;
+  int jobs = 0;
+  bool jobs_given = false;  // otherwise one job per core
+  std::vector<std::string> figures;
+  std::string experiments;  // default: <config-dir>/experiments
+  std::string results_md;   // default: <out>/RESULTS.md
+  std::string source_dir;   // default: <config-dir>/../src/systems
+};
+
+}  // namespace
+
+Config config_from_settings(const CliContext& ctx, const std::vector<SweepSetting>& settings) {
+  ConfigRequest req;
+  const PresetCatalog catalog = ctx.catalog();
+  for (const auto& s : settings) {
+    // Presets are looked up here first so that an unknown name points at the figure file.
+    if (s.path == "run.model") catalog.resolve(PresetKind::Model, s.text, s.origin);
+    if (s.path == "run.hardware") catalog.resolve(PresetKind::Hardware, s.text, s.origin);
+    req.flags.push_back({s.path, s.text, s.origin});
+  }
+  return build_config(catalog, *ctx.registry, req);
+}
+
+namespace {
+
+// The chosen figures and, after them, the figures their tables read.
+std::vector<const FigureSpec*> select(const std::vector<FigureSpec>& specs, const std::vector<std::string>& names) {
+  std::vector<std::string> known;
+  for (const auto& s : specs) known.push_back(s.name);
+  const auto find = [&](const std::string& name, const std::string& where) -> const FigureSpec* {
+    for (const auto& s : specs) {
+      if (s.name == name) return &s;
+    }
+    throw UserError(where, fmt::format("unknown figure '{}' (known: {})", name, fmt::join(known, ", ")));
+  };
+  std::vector<const FigureSpec*> chosen;
+  const auto add = [&](const FigureSpec* s) {
+    if (std::find(chosen.begin(), chosen.end(), s) == chosen.end()) chosen.push_back(s);
+  };
+  if (names.empty()) {
+    for (const auto& s : specs) add(&s);
+  } else {
+    for (const auto& n : names) add(find(n, "figures"));
+  }
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    for (const auto& dep : chosen[i]->depends_on()) {
+      const FigureSpec* d = find(dep, chosen[i]->file.string() + ": headline.figure");
+      if (!d->has_sweep()) throw UserError(chosen[i]->file.string(), fmt::format("headline figure '{}' has no sweep", dep));
+      add(d);
+    }
+  }
+  return chosen;
+}
+
+void write_text(const fs::path& file, const std::string& text) {
+  OutputFile out(file, "--out");
+  out.stream() << text;
+  out.commit();
+}
+
+int run_figures(const CliContext& ctx, const FiguresOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  if (o.jobs_given && o.jobs < 1) {
+    throw UserError("--jobs", fmt::format("expected a positive number of jobs, got {}", o.jobs));
+  }
+  const unsigned jobs = o.jobs_given ? static_cast<unsigned>(o.jobs) : std::max(1u, std::thread::hardware_concurrency());
+  const fs::path config_dir = ctx.catalog().config_dir();
+  const fs::path experiments = o.experiments.empty() ? config_dir / "experiments" : fs::path(o.experiments);
+  const std::vector<FigureSpec> specs = load_figure_specs(experiments);
+  if (specs.empty()) throw UserError("--experiments", fmt::format("no figure files in '{}'", experiments.string()));
+  const std::vector<const FigureSpec*> chosen = select(specs, o.figures);
+
+  const fs::path out_dir(o.out);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (!fs::is_directory(out_dir, ec)) throw UserError("--out", fmt::format("cannot create '{}'", o.out));
+
+  FigureContext context;
+  context.build_config = [&ctx](const std::vector<SweepSetting>& s) { return config_from_settings(ctx, s); };
+  context.systems_source_dir = o.source_dir.empty() ? (config_dir / "..").lexically_normal() / "src" / "systems"
+                                                     : fs::path(o.source_dir);
+  for (const auto& s : all_systems()) context.registered_systems.push_back(s.name);
+
+  // Every (point, registered system) of every chosen sweep; unregistered systems are labelled.
+  std::vector<RunRequest> requests;
+  std::vector<std::tuple<std::string, size_t, size_t>> where;  // figure, point, system index
+  for (const FigureSpec* spec : chosen) {
+    if (!spec->has_sweep()) continue;
+    FigureRuns runs;
+    runs.spec = spec;
+    runs.points = spec->points(o.quick);
+    runs.systems = spec->axes(o.quick).systems;
+    runs.cells.assign(runs.points.size(), std::vector<RunCell>(runs.systems.size()));
+    for (size_t p = 0; p < runs.points.size(); ++p) {
+      for (size_t s = 0; s < runs.systems.size(); ++s) {
+        if (!find_system(runs.systems[s])) continue;
+        requests.push_back({runs.points[p], runs.systems[s]});
+        where.emplace_back(spec->name, p, s);
+      }
+    }
+    context.runs.emplace(spec->name, std::move(runs));
+  }
+
+  const ResultCache cache(out_dir / "cache");
+  SweepRunner runner(
+      [&ctx](const SweepPoint& point, const std::string& system) {
+        std::vector<SweepSetting> settings = point.settings;
+        settings.push_back({"run.systems", system, "figures"});
+        return config_from_settings(ctx, settings);
+      },
+      cache, binary_fingerprint(), jobs, &std::cerr);
+  const std::vector<RunOutcome> outcomes = runner.run(requests);
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const auto& [figure, p, s] = where[i];
+    RunCell& c = context.runs.at(figure).cells[p][s];
+    c.status = outcomes[i].ok            ? RunStatus::Ok
+               : outcomes[i].unsupported ? RunStatus::Unsupported
+                                         : RunStatus::Failed;
+    if (outcomes[i].ok) {
+      c.result = outcomes[i].result;
+      c.moe_flops = outcomes[i].moe_flops;
+    }
+  }
+
+  std::vector<WrittenFigure> written;
+  for (const FigureSpec* spec : chosen) {
+    WrittenFigure w;
+    w.spec = spec;
+    w.output = build_figure(*spec, context);
+    if (spec->has_sweep()) w.note = context.runs.at(spec->name).missing_note();
+    for (const auto& [file, table] : w.output.csvs) write_text(out_dir / file, table.to_csv());
+    if (w.output.plot) render_plot(*w.output.plot, out_dir, spec->name);
+    std::cerr << fmt::format("figures: wrote {}{}\n", spec->name, w.note.empty() ? "" : " (" + w.note + ")");
+    written.push_back(std::move(w));
+  }
+
+  const fs::path md = o.results_md.empty() ? out_dir / "RESULTS.md" : fs::path(o.results_md);
+  std::string prefix = fs::absolute(out_dir).lexically_normal().lexically_relative(
+                           fs::absolute(md).parent_path().lexically_normal()).generic_string();
+  prefix = prefix.empty() || prefix == "." ? "" : prefix + "/";
+  write_text(md, results_markdown(written, context, prefix, o.quick));
+
+  const SweepSummary& sum = runner.summary();
+  std::cerr << fmt::format("figures: {} figure(s) in {}: {} runs computed, {} cached, {} unsupported, {} failed; {:.1f} s\n",
+                           written.size(), out_dir.string(), sum.computed, sum.cached, sum.unsupported, sum.failed,
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return sum.failed ? 1 : 0;
+}
+
+}  // namespace
+
+void add_figures_command(CLI::App& app, CliContext& ctx) {
+  auto* cmd = app.add_subcommand("figures", "Run the paper's Section VI sweeps and draw Figs. 12-17, the table and the area");
+  auto o = std::make_shared<FiguresOptions>();
+  cmd->add_option("--out", o->out, "Folder for the CSVs, SVGs, PNGs, RESULTS.md and the run cache")->required();
+  cmd->add_flag("--quick", o->quick, "Run the [sweep.quick] subset of every figure");
+  auto* jobs = cmd->add_option("--jobs", o->jobs, "Runs at a time (default: one per core)");
+  cmd->add_option("FIGURE", o->figures, "Figures to make (file stems in the experiments folder; default: all)");
+  cmd->add_option("--experiments", o->experiments, "Folder of figure files (default: <config-dir>/experiments)");
+  cmd->add_option("--results-md", o->results_md, "Where to write RESULTS.md (default: <out>/RESULTS.md)");
+  cmd->add_option("--source-dir", o->source_dir, "src/systems folder for the code count (default: beside the config dir)");
+  cmd->callback([&ctx, o, jobs] {
+    o->jobs_given = jobs->count() > 0;
+    ctx.action = [&ctx, o] { return run_figures(ctx, *o); };
+  });
+}
+
+}  // namespace moehub

@@ -1,0 +1,73 @@
+#pragma once
+// The runs behind one figure, arranged as [point][system], and what a figure produces:
+// CSV tables and a plot. The builders for each kind live in sweep_figures.cpp and
+// table_figure.cpp.
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "figures/figure_spec.h"
+#include "figures/plot.h"
+
+namespace moehub {
+
+enum class RunStatus { Ok, NotImplemented, Unsupported, Failed };
+const char* run_status_name(RunStatus s);  // "ok", "not implemented", "unsupported", "failed"
+
+struct RunCell {
+  RunStatus status = RunStatus::NotImplemented;
+  nlohmann::json result;  // null unless Ok
+  double moe_flops = 0;
+};
+
+struct FigureRuns {
+  const FigureSpec* spec = nullptr;
+  std::vector<SweepPoint> points;
+  std::vector<std::string> systems;      // as the sweep lists them
+  std::vector<std::vector<RunCell>> cells;  // [point][system]
+
+  // A numeric result field of one run; nothing if the run is missing, failed or has no value.
+  std::optional<double> value(size_t point, const std::string& system, const std::string& field) const;
+  const RunCell* cell(size_t point, const std::string& system) const;
+  // Systems with at least one successful run, in sweep order.
+  std::vector<std::string> systems_with_data() const;
+  // "not implemented: a, b; failed runs: c" (empty when every run succeeded).
+  std::string missing_note() const;
+};
+
+struct CsvTable {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::string to_csv() const;  // RFC 4180 quoting where needed
+};
+
+struct FigureOutput {
+  std::vector<std::pair<std::string, CsvTable>> csvs;  // file name (e.g. "fig12.csv") and data
+  std::optional<Plot> plot;
+};
+
+// What the builders need besides the runs.
+struct FigureContext {
+  std::map<std::string, FigureRuns> runs;  // every sweep figure that ran, by name
+  std::function<Config(const std::vector<SweepSetting>&)> build_config;
+  std::filesystem::path systems_source_dir;  // src/systems of the checkout; empty if unknown
+  std::vector<std::string> registered_systems;
+};
+
+FigureOutput build_figure(const FigureSpec& spec, const FigureContext& context);
+
+// Kinds with sweeps (sweep_figures.cpp) and the others (table_figure.cpp).
+FigureOutput build_sweep_figure(const FigureSpec& spec, const FigureRuns& runs);
+FigureOutput build_table_figure(const FigureSpec& spec, const FigureContext& context);
+FigureOutput build_area_figure(const FigureSpec& spec, const FigureContext& context);
+
+// Number formatting shared by the CSVs: empty for a missing value.
+std::string csv_number(std::optional<double> v);
+
+}  // namespace moehub

@@ -1,0 +1,71 @@
+#pragma once
+// Runs the (point, system) pairs of the figures: builds each resolved configuration, looks its
+// result up in the cache, and simulates only what is missing, `jobs` runs at a time on threads.
+// Progress goes to a stream (stderr in the CLI), one line per finished run.
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "figures/figure_spec.h"
+#include "figures/result_cache.h"
+
+namespace moehub {
+
+// Builds the resolved configuration of a point for one system (the CLI passes build_config).
+using PointConfigFactory = std::function<Config(const SweepPoint& point, const std::string& system)>;
+
+struct RunRequest {
+  SweepPoint point;
+  std::string system;  // a registered system
+};
+
+struct RunOutcome {
+  bool ok = false;
+  bool from_cache = false;
+  std::string key;
+  nlohmann::json result;  // the system's entry of `moehub run --format json`
+  double moe_flops = 0;   // routed-expert and router FLOPs of the layer (Fig. 17)
+  std::string error;      // when !ok
+  bool unsupported = false;  // the failure was a UserError: the system rejects this configuration
+};
+
+struct SweepSummary {
+  size_t requests = 0;
+  size_t distinct = 0;
+  size_t cached = 0;
+  size_t computed = 0;
+  size_t failed = 0;       // internal faults (std::logic_error and the like)
+  size_t unsupported = 0;  // configurations a system rejects (UserError)
+  double wall_s = 0;
+};
+
+class SweepRunner {
+ public:
+  SweepRunner(PointConfigFactory factory, const ResultCache& cache, std::string binary, unsigned jobs,
+              std::ostream* progress);
+  // One outcome per request, in order. A configuration that cannot be built (UserError)
+  // propagates before anything is simulated; a run that fails (a system rejecting the
+  // configuration, or an internal fault) is reported in its outcome and not cached.
+  std::vector<RunOutcome> run(const std::vector<RunRequest>& requests);
+  const SweepSummary& summary() const { return summary_; }
+
+ private:
+  PointConfigFactory factory_;
+  const ResultCache& cache_;
+  std::string binary_;
+  unsigned jobs_;
+  std::ostream* progress_;
+  SweepSummary summary_;
+};
+
+// Builds the point's routed workload; a UserError is re-raised naming the figure file and point.
+void check_point_workload(const Config& config, const SweepPoint& point);
+
+// Calls body(i) for i in [0, n) on `jobs` threads; the first exception is rethrown at the end.
+void parallel_for(size_t n, unsigned jobs, const std::function<void(size_t)>& body);
+
+}  // namespace moehub

@@ -1,0 +1,253 @@
+// End-to-end tests of `moehub figures` through the program, on a tiny experiments folder:
+// CSV columns and labels, images, the headline table and RESULTS.md, the code count, the
+// run cache, and bad input. Uses only the `ideal` system plus an unregistered name.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+constexpr const char* kTinyFigure = R"(description = "two points of the Fig. 13 kind"
+[figure]
+kind = "fig13"
+title = "tiny"
+baseline = "ideal"
+
+[sweep]
+models = ["mixtral-8x7b"]
+gpus = [2]
+tokens = [256, 512]
+systems = ["ideal", "no-such-system"]
+set = ["run.seed=3"]
+
+[sweep.quick]
+tokens = [256]
+)";
+
+constexpr const char* kTinyTable = R"(description = "headlines over the tiny figure"
+[figure]
+kind = "table"
+title = "tiny table"
+
+[[headline]]
+name = "ideal over itself"
+section = "test"
+paper = 1.0
+figure = "tiny"
+field = "layer_us"
+pairs = [["ideal", "ideal"]]
+explanation = ""
+
+[[headline]]
+name = "ideal over itself against a far value"
+section = "test"
+paper = 2.0
+figure = "tiny"
+field = "layer_us"
+pairs = [["ideal", "ideal"]]
+explanation = "written by a person"
+
+[[headline]]
+name = "needs an unregistered system"
+section = "test"
+paper = 1.5
+figure = "tiny"
+field = "layer_us"
+pairs = [["no-such-system", "ideal"]]
+
+[[table_i]]
+system = "no-such-system"
+scheduling = "1 / 2"
+communication = "3 / 4"
+)";
+
+// A fake systems folder: ideal.cpp with 3 lines of code among comments and blank lines.
+constexpr const char* kFakeIdeal = "// comment\n\nint a = 1;  // trailing\n/* block\n still block */\n"
+                                   "const char* s = \"// not a comment\";\n  /* x */ int b;\n";
+
+class FiguresCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / fmt::format("moehub-figures-{}-{}", ::getpid(), info->name());
+    fs::remove_all(dir_);
+    write(dir_ / "exp" / "tiny.toml", kTinyFigure);
+    write(dir_ / "exp" / "tinytable.toml", kTinyTable);
+    write(dir_ / "exp" / "area.toml", "[figure]\nkind = \"area\"\ntitle = \"area\"\n");
+    write(dir_ / "exp" / "not-a-figure.toml", "[run]\ntokens = 64\n");
+    write(dir_ / "src" / "ideal.cpp", kFakeIdeal);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Result moehub(const std::vector<std::string>& args) {
+    std::string cmd = std::string("'") + MOEHUB_BINARY + "' --config-dir '" + MOEHUB_SOURCE_DIR + "/configs'";
+    for (const auto& a : args) cmd += " '" + a + "'";
+    cmd += fmt::format(" >'{}' 2>'{}' </dev/null", (dir_ / "stdout").string(), (dir_ / "stderr").string());
+    Result r;
+    const int raw = std::system(cmd.c_str());
+    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128;
+    r.out = slurp(dir_ / "stdout");
+    r.err = slurp(dir_ / "stderr");
+    return r;
+  }
+  Result figures(std::vector<std::string> extra) {
+    std::vector<std::string> args{"figures", "--out", (dir_ / "out").string(), "--experiments",
+                                  (dir_ / "exp").string(), "--source-dir", (dir_ / "src").string()};
+    if (std::find(extra.begin(), extra.end(), "--jobs") == extra.end()) extra.insert(extra.begin(), {"--jobs", "2"});
+    args.insert(args.end(), extra.begin(), extra.end());
+    return moehub(args);
+  }
+  void expect_bad_input(const std::vector<std::string>& extra, const std::string& fragment) {
+    const Result r = figures(extra);
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_EQ(r.err.rfind("moehub: error: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << "stderr: " << r.err << "\nexpected: " << fragment;
+    EXPECT_FALSE(fs::exists(dir_ / "out" / "tiny.csv"));
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(FiguresCli, QuickWritesCsvImagesTableAndResults) {
+  const Result r = figures({"--quick"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const fs::path out = dir_ / "out";
+  const auto csv = lines(slurp(out / "tiny.csv"));
+  ASSERT_EQ(csv.size(), 3u) << slurp(out / "tiny.csv");  // header + 1 quick point x 2 systems
+  EXPECT_EQ(csv[0], "model,gpus,seq_length,tokens,imbalance_std,system,status,layer_us,e2e_ms,"
+                    "routing_to_gemm1_us,speedup_over_ideal");
+  EXPECT_EQ(csv[1].rfind("mixtral-8x7b,2,,256,0,ideal,ok,", 0), 0u) << csv[1];
+  EXPECT_EQ(csv[1].substr(csv[1].rfind(',') + 1), "1");  // ideal over itself
+  EXPECT_EQ(csv[2], "mixtral-8x7b,2,,256,0,no-such-system,not implemented,,,,");
+  for (const char* f : {"tiny.svg", "tiny.png", "tinytable.svg", "tinytable.png", "area.svg", "area.png"}) {
+    EXPECT_GT(fs::file_size(out / f), 1000u) << f;
+  }
+  EXPECT_EQ(slurp(out / "tiny.png").substr(1, 3), "PNG");
+  EXPECT_NE(slurp(out / "tiny.svg").find("not implemented: no-such-system"), std::string::npos);
+
+  const auto table = lines(slurp(out / "tinytable.csv"));
+  ASSERT_EQ(table.size(), 4u);
+  EXPECT_EQ(table[1], "1,ideal over itself,test,tiny,layer_us,ideal/ideal,1,1,1,0.0,no,");
+  EXPECT_EQ(table[2], "2,ideal over itself against a far value,test,tiny,layer_us,ideal/ideal,2,1,1,-50.0,yes,"
+                      "written by a person");
+  EXPECT_EQ(table[3], "3,needs an unregistered system,test,tiny,layer_us,no-such-system/ideal,1.5,,0,,,");
+  const auto loc = lines(slurp(out / "tinytable_loc.csv"));
+  ASSERT_EQ(loc.size(), 3u);
+  EXPECT_EQ(loc[1], "ideal,ideal.cpp,3,,");
+  EXPECT_EQ(loc[2], "no-such-system,not implemented,,1 / 2,3 / 4");
+  EXPECT_NE(slurp(out / "area.csv").find("rat.tags,sram-dual-port,4096,39,"), std::string::npos);
+
+  const std::string md = slurp(out / "RESULTS.md");
+  EXPECT_NE(md.find("| 2 | ideal over itself against a far value | 2.000 | 1.000 | -50.0 % | written by a person |"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("| 1 | ideal over itself | 1.000 | 1.000 |"), std::string::npos) << "within tolerance";
+  EXPECT_NE(md.find("Not computed (their systems are not implemented or did not run): 3."), std::string::npos);
+  EXPECT_NE(md.find("![tiny](tiny.svg)"), std::string::npos);
+}
+
+TEST_F(FiguresCli, RerunUsesTheCacheAndTheFullSweepComputesOnlyNewPoints) {
+  ASSERT_EQ(figures({"--quick", "tiny"}).status, 0);
+  const std::string first = slurp(dir_ / "out" / "tiny.csv");
+  const Result again = figures({"--quick", "tiny"});
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_NE(again.err.find("0 runs computed, 1 cached, 0 unsupported, 0 failed"), std::string::npos) << again.err;
+  EXPECT_EQ(slurp(dir_ / "out" / "tiny.csv"), first);
+  const Result full = figures({"tiny"});
+  ASSERT_EQ(full.status, 0) << full.err;
+  EXPECT_NE(full.err.find("1 runs computed, 1 cached, 0 unsupported, 0 failed"), std::string::npos) << full.err;
+  EXPECT_EQ(lines(slurp(dir_ / "out" / "tiny.csv")).size(), 5u);
+  // A changed parameter is a different configuration: computed again.
+  std::string changed = kTinyFigure;
+  changed.replace(changed.find("run.seed=3"), 10, "run.seed=4");
+  write(dir_ / "exp" / "tiny.toml", changed);
+  const Result reseeded = figures({"--quick", "tiny"});
+  EXPECT_NE(reseeded.err.find("1 runs computed, 0 cached"), std::string::npos) << reseeded.err;
+}
+
+TEST_F(FiguresCli, TableBringsTheFiguresItReads) {
+  const Result r = figures({"--quick", "tinytable"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "tiny.csv"));
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "area.csv"));
+}
+
+TEST_F(FiguresCli, BadInput) {
+  expect_bad_input({"nope"}, "figures: unknown figure 'nope' (known: tiny, tinytable, area)");
+  expect_bad_input({"--jobs", "0"}, "--jobs: expected a positive number of jobs, got 0");
+  expect_bad_input({"--jobs", "many"}, "--jobs");
+  write(dir_ / "exp" / "tiny.toml", std::string(kTinyFigure) + "\n[sweep.extra]\n");
+  expect_bad_input({}, "tiny.toml:");
+  std::string three = kTinyFigure;
+  three.replace(three.find("gpus = [2]"), 10, "gpus = [3]");
+  write(dir_ / "exp" / "tiny.toml", three);
+  expect_bad_input({"--quick"}, "tiny.toml: sweep (mixtral-8x7b 3 GPUs 256 tokens): model.experts: 8 experts do not "
+                                "divide over 3 GPUs");
+}
+
+TEST_F(FiguresCli, ValidateChecksFigureFiles) {
+  Result r = moehub({"validate", (dir_ / "exp" / "tiny.toml").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("2 points resolved (1 in --quick); not implemented yet: no-such-system"), std::string::npos)
+      << r.out;
+  write(dir_ / "exp" / "bad.toml", "[figure]\nkind = \"fig13\"\n[sweep]\nmodels = [\"nope\"]\ngpus = [2]\n"
+                                   "tokens = [64]\nsystems = [\"ideal\"]\n");
+  r = moehub({"validate", (dir_ / "exp" / "bad.toml").string()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("bad.toml: sweep.models: unknown models preset 'nope'"), std::string::npos) << r.err;
+  r = moehub({"figures", "--out", (dir_ / "out").string(), "--experiments", (dir_ / "exp").string(), "bad"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("bad.toml: sweep.models: unknown models preset 'nope'"), std::string::npos) << r.err;
+  write(dir_ / "exp" / "bad.toml", "[figure]\nkind = \"fig13\"\n[sweep]\nmodels = [\"mixtral-8x7b\"]\ngpus = [2]\n"
+                                   "tokens = [64]\nsystems = [\"ideal\"]\n[sweep.quick]\ngpus = [3]\n");
+  r = moehub({"validate", (dir_ / "exp" / "bad.toml").string()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("bad.toml: sweep (mixtral-8x7b 3 GPUs 64 tokens): model.experts"), std::string::npos) << r.err;
+  write(dir_ / "exp" / "bad.toml", "[figure]\nkind = \"fig13\"\n[run]\ntokens = 64\n");
+  r = moehub({"validate", (dir_ / "exp" / "bad.toml").string()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("bad.toml:3: 'run': a figure file holds only"), std::string::npos) << r.err;
+  for (const auto& e : fs::directory_iterator(fs::path(MOEHUB_SOURCE_DIR) / "configs" / "experiments")) {
+    r = moehub({"validate", e.path().string()});
+    EXPECT_EQ(r.status, 0) << e.path() << ": " << r.err;
+  }
+}
+
+}  // namespace
