@@ -169,9 +169,10 @@ TEST_F(FiguresCli, QuickWritesCsvImagesTableAndResults) {
                       "written by a person");
   EXPECT_EQ(table[3], "3,needs an unregistered system,test,tiny,layer_us,no-such-system/ideal,1.5,,0,,,");
   const auto loc = lines(slurp(out / "tinytable_loc.csv"));
-  ASSERT_EQ(loc.size(), 3u);
-  EXPECT_EQ(loc[1], "ideal,ideal.cpp,3,,");
-  EXPECT_EQ(loc[2], "no-such-system,not implemented,,1 / 2,3 / 4");
+  // One row per registered system plus the unregistered one the table names.
+  ASSERT_GE(loc.size(), 3u);
+  EXPECT_NE(std::find(loc.begin(), loc.end(), "ideal,ideal.cpp,3,,"), loc.end());
+  EXPECT_EQ(loc.back(), "no-such-system,not implemented,,1 / 2,3 / 4");
   EXPECT_NE(slurp(out / "area.csv").find("rat.tags,sram-dual-port,4096,39,"), std::string::npos);
 
   const std::string md = slurp(out / "RESULTS.md");
