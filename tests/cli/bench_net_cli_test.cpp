@@ -14,46 +14,16 @@
 #include <unistd.h>
 #include <vector>
 
+#include "cli/cli_support.h"
+
 namespace {
+
+using namespace moehub_test;
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
+// Result, slurp, scratch_dir, moehub and expect_bad_input come from cli_support.h.
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-Result moehub(const std::vector<std::string>& args) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir = fs::temp_directory_path() / fmt::format("moehub-bench-net-{}-{}", ::getpid(), info->name());
-  fs::create_directories(dir);
-  std::string cmd = std::string("'") + MOEHUB_BINARY + "'";
-  for (const auto& a : args) cmd += " '" + a + "'";
-  cmd += fmt::format(" >'{}' 2>'{}' </dev/null", (dir / "stdout").string(), (dir / "stderr").string());
-  Result r;
-  const int raw = std::system(cmd.c_str());
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128;
-  r.out = slurp(dir / "stdout");
-  r.err = slurp(dir / "stderr");
-  fs::remove_all(dir);
-  return r;
-}
-
-void expect_bad_input(const std::vector<std::string>& args, const std::string& fragment) {
-  const Result r = moehub(args);
-  EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_EQ(r.err.rfind("moehub: error: ", 0), 0u) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(fragment), std::string::npos) << "stderr: " << r.err << "\nexpected: " << fragment;
-}
 
 nlohmann::json bench_json(std::vector<std::string> args) {
   args.insert(args.begin(), {"bench", "net", "--format", "json"});
