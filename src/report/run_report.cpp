@@ -72,7 +72,7 @@ void RunReport::write(std::ostream& out, const std::string& format) const {
   if (format == "table") {
     std::vector<std::string> keep;
     for (const auto& c : columns) {
-      if (c.rfind("network.", 0) == 0 || c.rfind("frame.", 0) == 0 || c.rfind("stats.", 0) == 0 ||
+      if (c.rfind("network.", 0) == 0 || c.rfind("frame.", 0) == 0 || c.rfind("stats.", 0) == 0 || c.rfind("hub.", 0) == 0 ||
           c.rfind("functional.", 0) == 0 || c == "events" || c == "critical_gpu") {
         continue;
       }
