@@ -53,6 +53,12 @@ void Cluster::host_sync(int g, gpu::Stream& stream, uint64_t bytes, Time host_wo
   });
 }
 
+bool Cluster::is_store_port(const PacketClient* client, int src) const {
+  if (src < 0 || static_cast<size_t>(src) >= ports_.size()) return false;
+  const PacketClient* port = ports_[static_cast<size_t>(src)].get();
+  return client == port;
+}
+
 void Cluster::set_receiver(int g, PacketReceiver* receiver) {
   if (auto* p = packets()) p->set_receiver(g, receiver);
 }

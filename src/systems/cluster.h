@@ -82,6 +82,8 @@ class Cluster {
   // the destination GPU's memory), once they are in memory.
   static uint64_t signal_tag(gpu::SignalId signal) { return static_cast<uint64_t>(signal) + 1; }
 
+  // True if `client` is one of the cluster's default store ports (whose packets carry tags).
+  bool is_store_port(const PacketClient* client, int src) const;
   // Replaces GPU g's store port (MoE-Hub routes stores through its Runtime Packet Manager).
   void set_store_port(int g, gpu::StorePort* port) { gpu(g).set_store_port(port); }
   // Replaces GPU g's packet receiver (MoE-Hub puts its AAU and DAM in front of memory).
