@@ -15,6 +15,8 @@ namespace {
 constexpr uint64_t kRowspBit = 1ULL << 63;
 constexpr uint64_t kNopBit = 1ULL << 62;
 constexpr uint64_t kAddressMask = (1ULL << 49) - 1;
+constexpr int kGpuShift = 40;                        // peer address = GPU << 40 | local address
+constexpr uint64_t kLocalMask = (1ULL << kGpuShift) - 1;
 
 // Validity bits of `bytes` at `offset_in_line`, one per granule.
 uint64_t mask_of(uint64_t offset_in_line, uint64_t bytes, uint32_t granule) {
@@ -42,7 +44,7 @@ uint64_t HubTag::st_rowsp(MallocId id, uint64_t row_id, uint64_t row_offset, boo
 }
 
 uint64_t HubTag::st(uint64_t address) {
-  if (address > kAddressMask) throw std::logic_error(fmt::format("st. address {:#x} beyond 49 bits", address));
+  if (address > kLocalMask) throw std::logic_error(fmt::format("st. address {:#x} beyond 49 bits", address));
   return address;
 }
 
@@ -82,10 +84,11 @@ class HubFabric::Node final : public gpu::StorePort,
         staging_limit_(fabric.cluster_.config().bytes("gpu.store_staging_bytes")) {
     const int n = fabric.cluster_.gpus();
     if (fabric.cfg_.rpm && n > 1) {
-      rpm_ = std::make_unique<RuntimePacketManager>(fabric.cluster_.sim(), fabric.hub_.rpm, static_cast<uint32_t>(n - 1),
-                                                    *this);
+      rpm_ = std::make_unique<RuntimePacketManager>(
+          fabric.cluster_.sim(), fabric.hub_.rpm, std::min<uint32_t>(static_cast<uint32_t>(n - 1), fabric.hub_.rpm.partitions),
+          *this);
     }
-    lanes_.resize(rpm_ ? static_cast<size_t>(n - 1) : 1);
+    lanes_.resize(rpm_ ? std::min<size_t>(static_cast<size_t>(n - 1), fabric.hub_.rpm.partitions) : 1);
   }
 
   AddressAllocationUnit& aau() { return aau_; }
@@ -105,7 +108,7 @@ class HubFabric::Node final : public gpu::StorePort,
       }
       return true;
     }
-    Lane& lane = lanes_[rpm_ ? peer_of(dst) : 0];
+    Lane& lane = lanes_[rpm_ ? partition_of(dst) : 0];
     if (lane.staged > 0 && lane.staged + store.bytes > staging_limit_) {
       lane.retries.push_back(Retry{store.bytes, std::move(retry)});
       return false;
@@ -118,7 +121,8 @@ class HubFabric::Node final : public gpu::StorePort,
 
   // --- fabric side (the RPM's PacketPort, or the direct path) ---
   bool try_send(const HubPacket& h) override {
-    const int dst = gpu_of_peer(h.peer);
+    // The destination is in the packet: the MallocID's GPU, or the GPU bits of a peer address.
+    const int dst = h.rowsp ? static_cast<int>(h.malloc_id.gpu()) : static_cast<int>(h.address >> kGpuShift);
     PacketNetwork* net = f_.cluster_.packets();
     if (net) {
       const PacketKind kind = h.rowsp ? PacketKind::RowSparseWrite : PacketKind::Write;
@@ -169,7 +173,7 @@ class HubFabric::Node final : public gpu::StorePort,
     if (h.rowsp) {
       place(src, RowspStore{h.malloc_id, h.row_id, h.row_offset + first, h.payload_bytes, h.nop}, h.valid_mask, false);
     } else {
-      land_plain(src, h.address + first, h.payload_bytes, h.valid_mask, false);
+      land_plain(src, (h.address & kLocalMask) + first, h.payload_bytes, h.valid_mask, false);
     }
   }
 
@@ -205,7 +209,8 @@ class HubFabric::Node final : public gpu::StorePort,
   // schedulers that poll their partitions round-robin in step then address a permutation of
   // the GPUs rather than all the same one.
   uint32_t peer_of(int dst) const { return static_cast<uint32_t>((dst - g_ - 1 + n_) % n_); }
-  int gpu_of_peer(uint32_t peer) const { return (g_ + 1 + static_cast<int>(peer)) % n_; }
+  // With more peers than partitions (hub.rpm.partitions), peers share them round-robin.
+  uint32_t partition_of(int dst) const { return peer_of(dst) % static_cast<uint32_t>(lanes_.size()); }
 
   // Cuts a lane's staged stores into transactions and hands them on, in order, while there is room.
   void pump(Lane& lane) {
@@ -214,12 +219,14 @@ class HubFabric::Node final : public gpu::StorePort,
       const uint64_t tx = p.tag.rowsp ? f_.cfg_.rowsp_transaction_bytes : f_.cfg_.st_transaction_bytes;
       const uint64_t at = (p.tag.rowsp ? p.tag.row_offset : p.tag.address) + p.done;
       const uint64_t piece = std::min({tx, p.bytes - p.done, line_ - at % line_});
-      const uint32_t peer = peer_of(p.dst);
+      const uint32_t peer = rpm_ ? partition_of(p.dst) : peer_of(p.dst);
+      // A peer address carries its GPU (UVA: each GPU's memory has its own range).
+      const uint64_t gpu_bits = static_cast<uint64_t>(p.dst) << kGpuShift;
       if (rpm_) {
         const RemoteStore s =
             p.tag.rowsp ? RemoteStore::from(RowspStore{MallocId::encode(static_cast<uint32_t>(p.dst), p.tag.region),
                                                        p.tag.row_id, at, static_cast<uint32_t>(piece), p.tag.nop})
-                        : RemoteStore::plain(at, static_cast<uint32_t>(piece));
+                        : RemoteStore::plain(gpu_bits | at, static_cast<uint32_t>(piece));
         if (!rpm_->try_store(peer, s)) {
           if (!lane.waiting) {
             lane.waiting = true;
@@ -241,7 +248,7 @@ class HubFabric::Node final : public gpu::StorePort,
           h.row_id = p.tag.row_id;
           h.row_offset = line_start;
         } else {
-          h.address = line_start;
+          h.address = gpu_bits | line_start;
         }
         h.valid_mask = mask_of(at % line_, piece, granule_);
         h.granule_bytes = granule_;

@@ -8,7 +8,8 @@
 //
 // SM-to-hub path: stores are staged (gpu.store_staging_bytes) before they are cut into
 // transactions; without an RPM one FIFO feeds the egress in issue order, with it one staging
-// lane per peer partition feeds that partition.
+// lane per peer partition feeds that partition. With more peers than hub.rpm.partitions, peers
+// share partitions round-robin (the paper dedicates one per peer, for 8-16 peers).
 //
 // Transactions: the SM's coalescer hands the hub one request per piece of a line that one warp
 // instruction wrote (`*_transaction_bytes`, never crossing a 128 B line). With the RPM they are
@@ -37,7 +38,8 @@ class Cluster;
 
 // The instruction a store step carries in its 64-bit tag. st.rowsp: bit 63 set, bit 62 .nop,
 // bits 61-48 region, 47-32 RowOffset, 31-0 RowID (the target GPU is the store's destination).
-// st.: bit 63 clear, bits 48-0 the destination address.
+// st.: bit 63 clear, bits 39-0 the destination's local address (the hub adds the GPU above
+// bit 40 for the fabric, as a peer address in the unified address space carries its GPU).
 struct HubTag {
   bool rowsp = false;
   bool nop = false;

@@ -19,7 +19,7 @@
 namespace moehub {
 
 struct MoeHubParams {
-  double capacity_factor = 4.0;       // region capacity over the mean rows per expert
+  double capacity_factor = 0.0;       // region capacity over the mean rows per expert (0: all tokens)
   uint32_t metadata_bytes = 8;        // source-metadata column
   uint32_t dispatch_transaction_bytes = 128;
   uint32_t epilogue_transaction_bytes = 64;
@@ -27,10 +27,11 @@ struct MoeHubParams {
 };
 
 // Device addresses of one GPU's buffers (49-bit space; only the hub's arithmetic uses them).
+// Local addresses stay below 2^40; the hub puts the GPU above them for peer stores.
 struct HubAddressMap {
-  static constexpr uint64_t kRegionBase = 1ULL << 36;   // expert-input regions (rowspMalloc)
-  static constexpr uint64_t kCombineBase = 1ULL << 44;  // combine slots: (local token x k + slot) rows
-  static constexpr uint64_t kCountAddress = 1ULL << 45; // where producers store their row counts
+  static constexpr uint64_t kRegionBase = 1ULL << 32;   // expert-input regions (rowspMalloc)
+  static constexpr uint64_t kCombineBase = 1ULL << 38;  // combine slots: (local token x k + slot) rows
+  static constexpr uint64_t kCountAddress = 1ULL << 39; // where producers store their row counts
 };
 
 // One local expert's rowspMalloc region at its GPU.
@@ -109,6 +110,7 @@ class MoeHubSystemImpl final : public MoeSystem, public HubListener {
   std::vector<HubGpu> gpus_;
   std::vector<MallocId> region_of_expert_;
   uint64_t capacity_ = 0, tiles_m_ = 0, tiles_n1_ = 0, row_bytes_ = 0, row_size_ = 0;
+  uint64_t tiles_per_group_ = 1, groups_per_region_ = 0;  // GEMM1 M-tiles per DAM group
   uint32_t bm_ = 0, bn_ = 0;
   uint64_t dam_blocks_ = 0;  // thread blocks the DAM released or retired
   std::vector<std::vector<float>> combine_payload_;  // functional: per RowID, GEMM2's output row

@@ -24,8 +24,9 @@ MoeHubParams MoeHubParams::from(const Config& c) {
 
 void declare_moehub_params(ParamRegistry& r) {
   r.real("systems.moehub.capacity_factor",
-         "rowspMalloc region capacity per expert, as a multiple of the mean rows per expert (capped at all tokens)")
-      .positive();
+         "rowspMalloc region capacity per expert, as a multiple of the mean rows per expert (capped at all tokens); "
+         "0: every token, the worst case")
+      .at_least(0);
   r.bytes("systems.moehub.metadata_bytes", "Source-metadata column per row, sent with st.rowsp.nop").positive();
   r.bytes("systems.moehub.dispatch_transaction_bytes",
           "Bytes of a row one warp store instruction of the routing kernel hands the hub (within one line)")
@@ -49,10 +50,19 @@ void MoeHubSystemImpl::build(Cluster& cluster) {
   bn_ = cluster.gpu_config().gemm_tile.n;
   // The compiler's conservative region (paper IV-A2): capacity_factor x the mean rows of an
   // expert, never more than every token.
+  // 0: the worst case, every token (an expert receives a token at most once).
   const double mean = static_cast<double>(w.routing().rows()) / static_cast<double>(m.experts());
-  capacity_ = std::max<uint64_t>(1, std::min<uint64_t>(static_cast<uint64_t>(w.routing().tokens()),
-                                                       static_cast<uint64_t>(std::ceil(p_.capacity_factor * mean))));
+  const auto tokens = static_cast<uint64_t>(w.routing().tokens());
+  capacity_ = p_.capacity_factor == 0.0
+                  ? tokens
+                  : std::max<uint64_t>(1, std::min<uint64_t>(tokens, static_cast<uint64_t>(std::ceil(p_.capacity_factor * mean))));
   tiles_m_ = (capacity_ + bm_ - 1) / bm_;
+  // The compiler groups M-tiles so that every local expert's tiling fits the dependency table.
+  size_t most_local = 1;
+  for (int g = 0; g < n; ++g) most_local = std::max(most_local, w.placement().local_experts(g).size());
+  const uint64_t entries_per_region = std::max<uint64_t>(1, hub_.dam.table_entries / most_local);
+  tiles_per_group_ = (tiles_m_ + entries_per_region - 1) / entries_per_region;
+  groups_per_region_ = (tiles_m_ + tiles_per_group_ - 1) / tiles_per_group_;
   tiles_n1_ = (static_cast<uint64_t>(m.gemm1_cols()) + bn_ - 1) / bn_;
   fabric_ = std::make_unique<HubFabric>(
       cluster, hub_, HubFabricConfig{v_.rpm, p_.dispatch_transaction_bytes, p_.epilogue_transaction_bytes}, *this);
@@ -96,8 +106,8 @@ void MoeHubSystemImpl::prepare_gpu(int g) {
   if (v_.dam) {
     h.dam_gemm1 = std::make_unique<DataAvailabilityManager>(c.sim(), hub_.dam, [this, g](const DamSignal& s) { on_gemm1_signal(g, s); });
     for (size_t li = 0; li < h.regions.size(); ++li) {
-      h.dam_gemm1->add_tiling(ConsumerTiling{h.regions[li].base, row_size_, row_bytes_, bm_, capacity_,
-                                             static_cast<uint32_t>(li * tiles_m_)});
+      h.dam_gemm1->add_tiling(ConsumerTiling{h.regions[li].base, row_size_, row_bytes_, bm_ * tiles_per_group_, capacity_,
+                                             static_cast<uint32_t>(li * groups_per_region_)});
     }
     // The scaling kernel's own context: its groups are token ranges of the combine slots.
     h.dam_scaling = std::make_unique<DataAvailabilityManager>(c.sim(), hub_.dam, [this, g](const DamSignal& s) {
@@ -124,13 +134,15 @@ void MoeHubSystemImpl::prepare_gpu(int g) {
 
 void MoeHubSystemImpl::on_gemm1_signal(int g, const DamSignal& s) {
   HubGpu& h = gpus_[static_cast<size_t>(g)];
-  const uint64_t li = s.group / tiles_m_, m = s.group % tiles_m_;
+  const uint64_t li = s.group / groups_per_region_, first = s.group % groups_per_region_ * tiles_per_group_;
   const uint64_t experts = h.regions.size();
-  for (uint64_t n = 0; n < tiles_n1_; ++n) {
-    const auto block = static_cast<uint32_t>((m * experts + li) * tiles_n1_ + n);
-    if (s.kind == DamSignalKind::Retired) cluster_->gpu(g).retire(h.gemm1, block);
-    else cluster_->gpu(g).release(h.gemm1, block);
-    ++dam_blocks_;
+  for (uint64_t m = first; m < std::min(tiles_m_, first + tiles_per_group_); ++m) {
+    for (uint64_t n = 0; n < tiles_n1_; ++n) {
+      const auto block = static_cast<uint32_t>((m * experts + li) * tiles_n1_ + n);
+      if (s.kind == DamSignalKind::Retired) cluster_->gpu(g).retire(h.gemm1, block);
+      else cluster_->gpu(g).release(h.gemm1, block);
+      ++dam_blocks_;
+    }
   }
 }
 
@@ -320,6 +332,7 @@ nlohmann::json MoeHubSystemImpl::stats(Cluster& cluster) {
     hub["dam_retired_groups"] = dam.value("retired_groups", uint64_t{0});
   }
   hub["region_capacity_rows"] = capacity_;
+  hub["gemm1_tiles_per_dam_group"] = tiles_per_group_;
   // Per GPU: when its first GEMM1 tile started and when its last dispatched row landed
   // (overlap: the first before the second).
   nlohmann::json first = nlohmann::json::array(), last = nlohmann::json::array();

@@ -56,9 +56,9 @@ TEST(HubTag, StRowspAndStRoundTrip) {
   EXPECT_EQ(t.region, 5u);
   EXPECT_EQ(t.row_id, 123456u);
   EXPECT_EQ(t.row_offset, 8192u);
-  const HubTag p = HubTag::decode(HubTag::st((1ULL << 44) + 640));
+  const HubTag p = HubTag::decode(HubTag::st((1ULL << 38) + 640));
   EXPECT_FALSE(p.rowsp);
-  EXPECT_EQ(p.address, (1ULL << 44) + 640);
+  EXPECT_EQ(p.address, (1ULL << 38) + 640);
   EXPECT_THROW(HubTag::st_rowsp(MallocId::encode(0, 0), 1ULL << 32, 0, false), std::logic_error);
 }
 
@@ -83,6 +83,22 @@ TEST(MoeHubSystems, TinyRpmBufferStillVerifies) {
   for (const auto& o : s.run("mh-pkt,moehub", true)) {
     EXPECT_TRUE(o.functional_passed) << o.name << ": " << o.result["functional"].dump();
   }
+}
+
+TEST(MoeHubSystems, SixteenGpusShareTheEightRpmPartitions) {
+  // 15 peers over 8 partitions: peers share partitions round-robin; the data still arrives whole.
+  const LayerSetup s({"run.gpus=16", "model.experts=16"}, true);
+  for (const auto& o : s.run("mh-pkt,moehub", true)) {
+    EXPECT_TRUE(o.functional_passed) << o.name << ": " << o.result["functional"].dump();
+  }
+}
+
+TEST(MoeHubSystems, SmallDependencyTableGetsCoarserGroups) {
+  // One table entry for a 256-row region (2 tiles): both tiles form one group, released by AllReady.
+  const LayerSetup s({"hub.dam.table_entries=1"}, true);
+  const auto out = s.run("moehub", true);
+  EXPECT_TRUE(out[0].functional_passed) << out[0].result["functional"].dump();
+  EXPECT_EQ(hub(out[0])["gemm1_tiles_per_dam_group"].get<uint64_t>(), 2u);
 }
 
 TEST(MoeHubSystems, NoHostSynchronisationAndNoShuffles) {
@@ -131,7 +147,7 @@ TEST(MoeHubSystems, RpmSendsFewerFullerPacketsForTheSameRows) {
 
 TEST(MoeHubSystems, DamRetiresTheTilesThatNeverGetRows) {
   const LayerSetup s(small_layer(), false);
-  // Capacity: min(512 tokens, 4 x 1024 rows / 8 experts) = 512 rows = 4 tiles of 128 per expert;
+  // Capacity: every token, 512 rows = 4 tiles of 128 per expert;
   // an expert with r rows fills ceil(r / 128) of them, the rest are retired at AllReady.
   uint64_t retired = 0, used = 0;
   for (int64_t e = 0; e < s.workload->model().experts(); ++e) {
