@@ -52,6 +52,17 @@ class PacketClient {
   // An ack for one of this client's writes arrived back at the sender; `ack.cookie` is the
   // write's cookie, `ack.src` the GPU that received the write.
   virtual void on_ack(const Packet&) {}
+  // True if the receiving side should read this client's write cookies (e.g. thread-block
+  // stores tag each write with the signal it feeds); otherwise the cookie is the sender's own
+  // bookkeeping. A flag rather than a virtual call or a cast: it is asked once per packet.
+  bool cookie_is_for_receiver() const { return cookie_is_for_receiver_; }
+
+ protected:
+  PacketClient() = default;
+  explicit PacketClient(bool cookie_is_for_receiver) : cookie_is_for_receiver_(cookie_is_for_receiver) {}
+
+ private:
+  bool cookie_is_for_receiver_ = false;
 };
 
 // Destination side: one per GPU (the GPU memory model, or the hub's AAU/DAM in front of it).

@@ -53,12 +53,6 @@ void Cluster::host_sync(int g, gpu::Stream& stream, uint64_t bytes, Time host_wo
   });
 }
 
-bool Cluster::is_store_port(const PacketClient* client, int src) const {
-  if (src < 0 || static_cast<size_t>(src) >= ports_.size()) return false;
-  const PacketClient* port = ports_[static_cast<size_t>(src)].get();
-  return client == port;
-}
-
 void Cluster::set_receiver(int g, PacketReceiver* receiver) {
   if (auto* p = packets()) p->set_receiver(g, receiver);
 }
@@ -81,6 +75,17 @@ bool Cluster::all_done() const {
     if (!p.done) return false;
   }
   return true;
+}
+
+void Cluster::run_to_completion(const std::string& system) {
+  const Time limit = config_.time("run.time_limit");
+  sim_.run_until(limit);
+  if (sim_.events_pending() > 0) {
+    throw std::runtime_error(fmt::format("system {} was still running after run.time_limit = {} us of simulated time "
+                                         "({} events executed): stuck polling or livelocked",
+                                         system, limit.us(), sim_.events_executed()));
+  }
+  finish();
 }
 
 void Cluster::finish() {

@@ -82,8 +82,6 @@ class Cluster {
   // the destination GPU's memory), once they are in memory.
   static uint64_t signal_tag(gpu::SignalId signal) { return static_cast<uint64_t>(signal) + 1; }
 
-  // True if `client` is one of the cluster's default store ports (whose packets carry tags).
-  bool is_store_port(const PacketClient* client, int src) const;
   // Replaces GPU g's store port (MoE-Hub routes stores through its Runtime Packet Manager).
   void set_store_port(int g, gpu::StorePort* port) { gpu(g).set_store_port(port); }
   // Replaces GPU g's packet receiver (MoE-Hub puts its AAU and DAM in front of memory).
@@ -91,6 +89,10 @@ class Cluster {
   // Writes `bytes` into GPU dst's memory as if they had arrived, then bumps the tag's signal.
   void deliver_write(int dst, uint64_t bytes, uint64_t tag, Callback then = nullptr);
 
+  // Runs the simulation until no events remain, then finish(). A run still busy after
+  // run.time_limit of simulated time is livelocked (a flag no one sets, a credit never
+  // returned): it throws, naming `system`, instead of spinning forever.
+  void run_to_completion(const std::string& system);
   // Folds kernel run times into the activity logs; call once after the simulation ends.
   void finish();
 

@@ -38,8 +38,7 @@ SystemOutcome run_one(const Config& config, const Workload& workload, const Syst
   Cluster cluster(sim, config, workload, out.trace.get(), functional ? &*functional : nullptr);
   std::unique_ptr<MoeSystem> system = entry.make(config);
   system->start(cluster);
-  sim.run();
-  cluster.finish();
+  cluster.run_to_completion(entry.name);
   out.events = sim.events_executed();
   for (int g = 0; g < cluster.gpus(); ++g) {
     if (!cluster.phases(g).done) {

@@ -9,8 +9,7 @@ void MemoryReceiver::deliver(Packet&& packet) {
   if (!is_write(packet.kind)) return;
   // Only thread-block stores carry a signal tag in their cookie; transfers (NCCL collectives,
   // copy-engine streams) use the cookie for their own bookkeeping.
-  // A store packet's client is its source GPU's port: a pointer compare, no dynamic_cast.
-  const bool store = cluster_.is_store_port(packet.client, packet.src);
+  const bool store = packet.client != nullptr && packet.client->cookie_is_for_receiver();
   cluster_.deliver_write(gpu_, packet.payload_bytes, store ? packet.cookie : 0);
 }
 

@@ -7,7 +7,8 @@
 namespace moehub {
 
 NetworkStorePort::NetworkStorePort(Cluster& cluster, int gpu)
-    : cluster_(cluster),
+    : PacketClient(/*cookie_is_for_receiver=*/true),
+      cluster_(cluster),
       gpu_(gpu),
       max_payload_(cluster.network().config().max_payload_bytes),
       staging_limit_(cluster.config().bytes("gpu.store_staging_bytes")) {}

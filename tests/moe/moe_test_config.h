@@ -36,6 +36,7 @@ tokens = 8192
 seed = 1
 systems = "all"
 functional = false
+time_limit = "1s"
 [workload]
 imbalance_std = 0.0
 routing_trace = ""

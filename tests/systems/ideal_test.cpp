@@ -32,6 +32,18 @@ TEST(SystemRegistry, ListsIdealAndRejectsUnknownNames) {
   EXPECT_THROW(select_systems(","), UserError);
 }
 
+TEST(Experiment, ARunStillBusyAtTheTimeLimitIsReportedAsStuck) {
+  // A real layer takes hundreds of microseconds; a 1 us watchdog must stop it and say why.
+  SmallLayer s({"run.tokens=1024", "run.time_limit=1us"});
+  ExperimentOptions opt;
+  try {
+    run_experiment(s.config, *s.workload, {find_system("ideal")}, opt);
+    FAIL() << "expected the watchdog to fire";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("system ideal was still running after run.time_limit = 1"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Ideal, HasNoCommunicationSynchronisationOrShuffles) {
   SmallLayer s({"run.tokens=1024"});
   ExperimentOptions opt;

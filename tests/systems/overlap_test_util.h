@@ -34,8 +34,7 @@ struct SystemRun {
     cluster = std::make_unique<Cluster>(sim, config, *workload, nullptr, functional ? &*functional : nullptr);
     system = find_system(name)->make(config);
     system->start(*cluster);
-    sim.run();
-    cluster->finish();
+    cluster->run_to_completion(name);
     stats = system->stats(*cluster);
   }
 

@@ -51,8 +51,7 @@ inline std::unique_ptr<SystemRun> run_system(const std::string& name, std::vecto
                                          r->functional ? &*r->functional : nullptr);
   r->system = find_system(name)->make(r->config);
   r->system->start(*r->cluster);
-  r->sim.run();
-  r->cluster->finish();
+  r->cluster->run_to_completion(name);
   return r;
 }
 

@@ -33,18 +33,18 @@ struct SystemRun {
   std::unique_ptr<FunctionalData> functional;
   std::unique_ptr<Cluster> cluster;
   std::unique_ptr<MoeSystem> system;
+  std::string name;
 
-  SystemRun(const std::string& name, const std::vector<std::string>& assignments, bool with_data = true)
-      : config(small_config(registry, assignments)), workload(Workload::build(WorkloadConfig::from(config), ModelShape::from(config))) {
+  SystemRun(const std::string& system_name, const std::vector<std::string>& assignments, bool with_data = true)
+      : config(small_config(registry, assignments)), workload(Workload::build(WorkloadConfig::from(config), ModelShape::from(config))), name(system_name) {
     if (with_data) functional = std::make_unique<FunctionalData>(workload, static_cast<uint64_t>(config.integer("run.seed")));
     cluster = std::make_unique<Cluster>(sim, config, workload, nullptr, functional.get());
-    system = find_system(name)->make(config);
+    system = find_system(system_name)->make(config);
   }
   // Optional: replace store ports etc. on `cluster` before calling run().
   void run() {
     system->start(*cluster);
-    sim.run();
-    cluster->finish();
+    cluster->run_to_completion(name);
   }
   Time layer() const {
     Time t = Time::zero();
