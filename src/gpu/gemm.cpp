@@ -35,22 +35,55 @@ class GemmProgram final : public BlockProgram {
   GemmHooks hooks_;
 };
 
+// Inverts the tile model on one measurement: with every tile at efficiency e, a shape of T
+// tiles on S slots takes ceil(T / S) waves of tile_flops / (peak x e) (or longer, if memory
+// bound). The e whose compute time equals the measured time is the calibrated efficiency;
+// when the measurement is faster than even the peak allows, the datasheet peak stands (1).
+double calibrated_efficiency(const GpuConfig& gpu, const GemmMeasurement& p) {
+  const GemmTileShape& t = gpu.gemm_tile;
+  const uint64_t tiles = p.groups * ceil_div(p.m, t.m) * ceil_div(p.n, t.n);
+  const uint64_t slots = static_cast<uint64_t>(gpu.sm_count) * gpu.gemm_blocks_per_sm;
+  const uint64_t waves = ceil_div(tiles, slots);
+  const double tile_flops = 2.0 * t.m * t.n * static_cast<double>(ceil_div(p.k, t.k) * t.k);
+  const double peak_seconds = static_cast<double>(waves) * tile_flops / static_cast<double>(gpu.sm_tensor_peak_flops_per_second());
+  return std::clamp(peak_seconds / p.time.seconds(), 1e-6, 1.0);
+}
+
+uint64_t scaled(uint64_t value, double fraction) {
+  return static_cast<uint64_t>(std::llround(static_cast<double>(value) * fraction));
+}
+
 }  // namespace
 
 GemmModel::GemmModel(const GpuConfig& gpu, GemmProblem problem)
     : tile_(gpu.gemm_tile),
       problem_(std::move(problem)),
+      efficiency_(gpu.gemm_efficiency),
+      calibration_(gpu.gemm_calibration),
       sm_flops_per_second_(gpu.sm_tensor_flops_per_second()),
       threads_(gpu.gemm_threads_per_block),
       blocks_per_sm_(gpu.gemm_blocks_per_sm) {
   if (tile_.m == 0) throw UserError("gpu.gemm_tile_m", "must be at least 1");
   if (tile_.n == 0) throw UserError("gpu.gemm_tile_n", "must be at least 1");
   if (tile_.k == 0) throw UserError("gpu.gemm_tile_k", "must be at least 1");
-  if (sm_flops_per_second_ == 0) throw UserError("gpu.gemm_efficiency", "leaves no tensor throughput");
   if (problem_.n == 0) throw UserError("gemm.n", "must be at least 1");
   if (problem_.k == 0) throw UserError("gemm.k", "must be at least 1");
   if (problem_.element_bytes == 0) throw UserError("gemm.element_bytes", "must be at least 1");
   if (problem_.group_rows.empty()) throw UserError("gemm.groups", "must be at least 1");
+  if (calibration_) {
+    // Matched on the groups that have rows, at their mean row count.
+    uint64_t groups = 0, rows = 0;
+    for (const uint64_t m : problem_.group_rows) {
+      groups += m > 0 ? 1 : 0;
+      rows += m;
+    }
+    if (groups > 0) {
+      calibration_point_ = &calibration_->nearest(groups, std::max<uint64_t>(1, rows / groups), problem_.n, problem_.k);
+      efficiency_ = calibrated_efficiency(gpu, *calibration_point_);
+      sm_flops_per_second_ = scaled(gpu.sm_tensor_peak_flops_per_second(), efficiency_);
+    }
+  }
+  if (sm_flops_per_second_ == 0) throw UserError("gpu.gemm_efficiency", "leaves no tensor throughput");
   k_padded_ = ceil_div(problem_.k, tile_.k) * tile_.k;
   tiles_n_ = ceil_div(problem_.n, tile_.n);
   tile_offsets_.reserve(problem_.group_rows.size() + 1);

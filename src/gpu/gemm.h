@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +62,11 @@ class GemmModel {
   // 2 x sum(m_g) x n x k: the FLOPs the problem asks for (without padding).
   uint64_t useful_flops() const;
   uint64_t padded_k() const { return k_padded_; }
+  // Fraction of tensor peak each tile runs at: gpu.gemm_efficiency, or with a calibration the
+  // efficiency that makes the tile model reproduce the nearest measured shape's time.
+  double efficiency() const { return efficiency_; }
+  // The measurement behind efficiency() (null without a calibration).
+  const GemmMeasurement* calibration_point() const { return calibration_point_; }
   const GemmProblem& problem() const { return problem_; }
   BlockShape block_shape() const;
 
@@ -70,6 +76,9 @@ class GemmModel {
  private:
   GemmTileShape tile_;
   GemmProblem problem_;
+  double efficiency_;
+  const GemmMeasurement* calibration_point_ = nullptr;
+  std::shared_ptr<const GemmCalibration> calibration_;  // keeps calibration_point_ alive
   uint64_t sm_flops_per_second_;
   uint32_t threads_;
   uint32_t blocks_per_sm_;

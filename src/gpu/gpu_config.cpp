@@ -1,6 +1,7 @@
 #include "gpu/gpu_config.h"
 
 #include <cmath>
+#include <filesystem>
 #include <fmt/format.h>
 
 #include "sim/error.h"
@@ -31,6 +32,12 @@ GpuConfig GpuConfig::from(const Config& c) {
   g.tensor_flops_per_clock = static_cast<uint64_t>(c.integer("gpu.tensor_flops_per_clock"));
   g.tensor_clock = c.frequency("gpu.tensor_clock");
   g.gemm_efficiency = c.real("gpu.gemm_efficiency");
+  if (c.string("gpu.gemm_model") == "calibrated") {
+    const std::string file = c.string("gpu.gemm_calibration");
+    if (file.empty()) throw UserError("gpu.gemm_calibration", "must name a file when gpu.gemm_model = \"calibrated\"");
+    if (!std::filesystem::is_regular_file(file)) throw UserError("gpu.gemm_calibration", fmt::format("no such file '{}'", file));
+    g.gemm_calibration = std::make_shared<const GemmCalibration>(GemmCalibration::load(file));
+  }
   g.gemm_tile = {u32(c, "gpu.gemm_tile_m"), u32(c, "gpu.gemm_tile_n"), u32(c, "gpu.gemm_tile_k")};
   g.gemm_threads_per_block = u32(c, "gpu.gemm_threads_per_block");
   g.gemm_blocks_per_sm = u32(c, "gpu.gemm_blocks_per_sm");
@@ -86,9 +93,9 @@ Bandwidth GpuConfig::hbm_achievable() const {
   return Bandwidth::bytes_per_second(scale(hbm_bandwidth.bytes_per_second(), hbm_efficiency));
 }
 
-uint64_t GpuConfig::sm_tensor_flops_per_second() const {
-  return scale(tensor_flops_per_clock * tensor_clock.hertz(), gemm_efficiency);
-}
+uint64_t GpuConfig::sm_tensor_peak_flops_per_second() const { return tensor_flops_per_clock * tensor_clock.hertz(); }
+
+uint64_t GpuConfig::sm_tensor_flops_per_second() const { return scale(sm_tensor_peak_flops_per_second(), gemm_efficiency); }
 
 Bandwidth GpuConfig::sm_store_bandwidth() const {
   return Bandwidth::bytes_per_second(sm_store_bytes_per_clock * clock.hertz());

@@ -3,9 +3,11 @@
 // tests). `validate()` rejects values that would make the model meaningless, naming the key.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "config/config.h"
+#include "gpu/gemm_calibration.h"
 #include "sim/bandwidth.h"
 #include "sim/frequency.h"
 #include "sim/time.h"
@@ -28,6 +30,9 @@ struct GpuConfig {
   uint64_t tensor_flops_per_clock = 0;  // per SM
   Frequency tensor_clock;
   double gemm_efficiency = 1.0;
+  // Set (gpu.gemm_model = "calibrated"): GEMMs take their efficiency from these measurements
+  // instead of gemm_efficiency. Shared: every GEMM of the run reads the same table.
+  std::shared_ptr<const GemmCalibration> gemm_calibration;
   GemmTileShape gemm_tile;
   uint32_t gemm_threads_per_block = 0;
   uint32_t gemm_blocks_per_sm = 1;
@@ -54,7 +59,8 @@ struct GpuConfig {
 
   // Derived rates (integers, rounded to nearest).
   Bandwidth hbm_achievable() const;             // hbm_bandwidth x hbm_efficiency
-  uint64_t sm_tensor_flops_per_second() const;  // one SM, at gemm_efficiency
+  uint64_t sm_tensor_peak_flops_per_second() const;  // one SM, datasheet peak
+  uint64_t sm_tensor_flops_per_second() const;       // one SM, at gemm_efficiency
   Bandwidth sm_store_bandwidth() const;         // sm_store_bytes_per_clock x clock
 };
 

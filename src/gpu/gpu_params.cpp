@@ -21,6 +21,9 @@ void declare_gpu_params(ParamRegistry& r) {
       .positive()
       .at_most(1)
       .in_unit("fraction");
+  r.choice("gpu.gemm_model", {"datasheet", "calibrated"},
+           "GEMM tile speed: datasheet peak x gpu.gemm_efficiency, or measured (gpu.gemm_calibration)");
+  r.string("gpu.gemm_calibration", "Measured GEMM timings for gpu.gemm_model = calibrated (scripts/calibrate-gpu.sh)");
   r.integer("gpu.gemm_tile_m", "GEMM thread-block tile rows (BM)").at_least(1).in_unit("elements");
   r.integer("gpu.gemm_tile_n", "GEMM thread-block tile columns (BN)").at_least(1).in_unit("elements");
   r.integer("gpu.gemm_tile_k", "GEMM K step (BK); K is padded to a multiple of it").at_least(1).in_unit("elements");

@@ -73,6 +73,33 @@ TEST(CliBenchGemm, TableFormatAndTrace) {
   EXPECT_TRUE(kernel);
 }
 
+TEST(CliBenchGemm, CalibratedModelTakesTheMeasuredTime) {
+  // 8192^3 = 32 waves of 2 x 128 x 128 x 8192 FLOP tiles; measured at 2000 us, so the GEMM
+  // takes 2000 us and reports the efficiency that reproduces it (1145.98 us at peak / 2000).
+  const fs::path dir = scratch_dir();
+  std::ofstream(dir / "cal.toml") << "device = \"test\"\n[[gemm]]\nm = 8192\nn = 8192\nk = 8192\ntime_us = 2000.0\n";
+  const std::string file = (dir / "cal.toml").string();
+  const auto j = bench({"--m", "8192", "--n", "8192", "--k", "8192", "--set", "gpu.gemm_model=calibrated", "--set",
+                        "gpu.gemm_calibration=" + file});
+  EXPECT_EQ(j["gemm_model"], "calibrated");
+  EXPECT_NEAR(j["time_us"].get<double>(), 2000.0, 1e-3);
+  EXPECT_NEAR(j["efficiency"].get<double>(), 32.0 * 268435456.0 / 7.49568e12 / 2000e-6, 1e-9);
+  EXPECT_EQ(j["calibration"]["line"], 2);
+  EXPECT_EQ(j["calibration"]["file"], file);
+  const auto datasheet = bench({"--m", "8192", "--n", "8192", "--k", "8192"});
+  EXPECT_EQ(datasheet["gemm_model"], "datasheet");
+  EXPECT_DOUBLE_EQ(datasheet["efficiency"].get<double>(), 0.70);
+  EXPECT_FALSE(datasheet.contains("calibration"));
+}
+
+TEST(CliBenchGemmBadInput, CalibrationFileWithoutTime) {
+  const fs::path dir = scratch_dir();
+  std::ofstream(dir / "bad.toml") << "[[gemm]]\nm = 1\nn = 1\nk = 1\n";
+  expect_bad_input({"bench", "gemm", "--m", "1", "--n", "1", "--k", "1", "--set", "gpu.gemm_model=calibrated", "--set",
+                    "gpu.gemm_calibration=" + (dir / "bad.toml").string()},
+                   "bad.toml:1: 'time_us' must be a positive number");
+}
+
 TEST(CliBenchGemmBadInput, ZeroRows) { expect_bad_input({"bench", "gemm", "--m", "0", "--n", "1", "--k", "1"}, "--m: must be at least 1"); }
 TEST(CliBenchGemmBadInput, NonNumericN) {
   expect_bad_input({"bench", "gemm", "--m", "1", "--n", "wide", "--k", "1"}, "--n: expected a positive integer");
