@@ -39,7 +39,8 @@ class Simulator {
 
   // Runs until no events remain or stop() is called. Returns the number of events executed.
   uint64_t run();
-  // Runs events with time <= limit; the clock ends at `limit` if events remain beyond it.
+  // Runs events with time <= limit; the clock ends at `limit` if events remain beyond it,
+  // otherwise at the last event run.
   uint64_t run_until(Time limit);
   void stop() { stopped_ = true; }
 

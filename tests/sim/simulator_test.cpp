@@ -42,6 +42,13 @@ TEST(Simulator, RunUntilStopsAtTheLimit) {
   EXPECT_EQ(runs, 3);
 }
 
+TEST(Simulator, RunUntilThatRunsDryKeepsTheLastEventsTime) {
+  Simulator sim;
+  sim.schedule_at(Time::from_ns(3), [] {});
+  EXPECT_EQ(sim.run_until(Time::from_us(1)), 1u);
+  EXPECT_EQ(sim.now(), Time::from_ns(3));
+}
+
 TEST(Simulator, StopEndsTheRun) {
   Simulator sim;
   int runs = 0;

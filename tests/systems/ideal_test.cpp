@@ -44,6 +44,19 @@ TEST(Experiment, ARunStillBusyAtTheTimeLimitIsReportedAsStuck) {
   }
 }
 
+TEST(Experiment, LinkStatisticsCoverTheRunNotTheWatchdogLimit) {
+  // Utilisation is measured over the simulated run; the run ends with its last event (a
+  // trailing ack at most a round trip after the layer), not at run.time_limit.
+  SmallLayer s({"run.tokens=1024", "run.gpus=4"});
+  ExperimentOptions opt;
+  const auto out = run_experiment(s.config, *s.workload, {find_system("megatron-te")}, opt);
+  const auto& r = out[0].result;
+  const double layer_ps = r["layer_us"].get<double>() * 1e6;
+  const double elapsed_ps = r["network"]["elapsed_ps"].get<double>();
+  EXPECT_GE(elapsed_ps, 0.9 * layer_ps);
+  EXPECT_LE(elapsed_ps, layer_ps + 10e6) << "10 us of slack for trailing acks";
+}
+
 TEST(Ideal, HasNoCommunicationSynchronisationOrShuffles) {
   SmallLayer s({"run.tokens=1024"});
   ExperimentOptions opt;
