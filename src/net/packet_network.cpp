@@ -158,12 +158,7 @@ void PacketNetwork::inject(Packet&& p) {
   Slot& s = pool_[id];
   s.flits = static_cast<uint16_t>(cfg_.wire_flits(p.payload_bytes));
   s.tc = static_cast<uint8_t>(tc);
-  // Per-destination round-robin over the planes: consecutive packets to one destination take
-  // consecutive planes, like the GPU's address interleaving of 128 B lines over its NVLinks.
-  uint8_t& rr = next_plane_[static_cast<size_t>(src) * n_ + static_cast<size_t>(p.dst)];
-  s.plane = rr;
-  rr = static_cast<uint8_t>(rr + 1u == s_ ? 0 : rr + 1);
-  s.pkt = std::move(p);
+  s.pkt = std::move(p);  // its plane is chosen when it reaches the head of the FIFO
   Queue& q = egress(src, tc);
   push(q, id);
   Port& port = ports_[static_cast<size_t>(src)];
@@ -209,20 +204,47 @@ void PacketNetwork::pump(int gpu) {
       for (int tc = 1; tc >= 0; --tc) {  // responses first: they are small and unblock senders
         Queue& q = egress(gpu, tc);
         if (q.empty()) continue;
-        const Slot& head = pool_[q.head];
-        Uplink& up = uplinks_[static_cast<size_t>(gpu) * s_ + head.plane];
+        Slot& head = pool_[q.head];
         const Time now = sim_.now();
-        if (up.busy_until > now) {
-          wake = min(wake, up.busy_until);
+        // The head takes its destination's next plane in rotation (consecutive packets to one
+        // peer use consecutive planes, like the GPU's interleaving of 128 B lines over its
+        // NVLinks), or the first plane after it that is idle and has credits: a packet never
+        // waits for one link's serialisation while another link of the GPU is idle.
+        uint8_t& rr = next_plane_[static_cast<size_t>(gpu) * n_ + static_cast<size_t>(head.pkt.dst)];
+        int chosen = -1;
+        bool starved = false;
+        Time link_free = Time::max();
+        for (uint32_t i = 0; i < s_; ++i) {
+          const uint32_t plane = rr + i < s_ ? rr + i : rr + i - s_;
+          Uplink& up = uplinks_[static_cast<size_t>(gpu) * s_ + plane];
+          if (up.busy_until > now) {
+            link_free = min(link_free, up.busy_until);
+            continue;
+          }
+          if (up.credits.available(tc, now) < head.flits) {
+            starved = true;
+            continue;
+          }
+          chosen = static_cast<int>(plane);
+          break;
+        }
+        if (chosen < 0) {
+          wake = min(wake, link_free);
+          // Head-of-line blocking: nothing behind this packet may pass it. The idle links that
+          // lack credits stall until their credits return.
+          if (starved) {
+            for (uint32_t plane = 0; plane < s_; ++plane) {
+              Uplink& up = uplinks_[static_cast<size_t>(gpu) * s_ + plane];
+              if (up.busy_until > now || up.credits.available(tc, now) >= head.flits) continue;
+              up.waiting = true;
+              up.stats.stall(now);
+              wake = min(wake, up.credits.next_return());
+            }
+          }
           continue;
         }
-        if (up.credits.available(tc, now) < head.flits) {
-          // Head-of-line blocking: nothing behind this packet may pass it.
-          up.waiting = true;
-          up.stats.stall(now);
-          wake = min(wake, up.credits.next_return());
-          continue;
-        }
+        head.plane = static_cast<uint8_t>(chosen);
+        rr = static_cast<uint8_t>(chosen + 1 == static_cast<int>(s_) ? 0 : chosen + 1);
         send_on_uplink(gpu, tc);
         popped[tc] = true;
         sent = true;

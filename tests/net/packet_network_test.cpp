@@ -278,5 +278,26 @@ TEST(PacketNetwork, ConsecutivePacketsToOneDestinationSpreadOverThePlanes) {
   for (int p = 0; p < 4; ++p) EXPECT_EQ(s["links"][p]["packets"], 2) << p;  // gpu0 -> sw0..sw3
 }
 
+TEST(PacketNetwork, InterleavedDestinationsStillUseEveryPlane) {
+  // GPU 0 alternates between GPUs 1 and 2 (as a scheduler that polls its peers round-robin
+  // does). Each destination's rotation starts at plane 0, but the FIFO head takes the next idle
+  // plane instead of waiting for plane 0: the 8 packets leave in two waves of four, 2880 ps
+  // apart, exactly as 8 packets to one destination do; the last arrives at
+  // 2 x 2880 + 250000 + 100000 + 2880 + 250000 = 608640 ps.
+  Simulator sim;
+  PacketNetwork net(test::h800_like(3), sim);
+  Recorder rx1(sim), rx2(sim);
+  net.set_receiver(1, &rx1);
+  net.set_receiver(2, &rx2);
+  for (int k = 0; k < 8; ++k) net.inject(write(0, 1 + k % 2, 128));
+  sim.run();
+  ASSERT_EQ(rx1.at.size(), 4u);
+  ASSERT_EQ(rx2.at.size(), 4u);
+  EXPECT_EQ(std::max(rx1.at.back(), rx2.at.back()).ps(), 608640);
+  const auto s = net.stats();
+  for (int p = 0; p < 4; ++p) EXPECT_EQ(s["links"][p]["packets"], 2) << p;  // gpu0 -> sw0..sw3
+  EXPECT_EQ(s["links"][0]["stall_ps"], 0);
+}
+
 }  // namespace
 }  // namespace moehub
