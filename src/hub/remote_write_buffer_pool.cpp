@@ -44,7 +44,8 @@ void RemoteWriteBufferPool::make_ready(Partition& p, uint32_t slot) {
   Entry& e = p.slots[slot];
   if (e.ready) return;
   e.ready = true;
-  p.ready.insert(order_of(e, slot));
+  const Order o = order_of(e, slot);
+  p.ready.insert(std::lower_bound(p.ready.begin(), p.ready.end(), o), o);
 }
 
 bool RemoteWriteBufferPool::try_insert(uint32_t peer, const RemoteStore& s, Time now) {
@@ -57,11 +58,8 @@ bool RemoteWriteBufferPool::try_insert(uint32_t peer, const RemoteStore& s, Time
                     fmt::format("a {} B store at {} is not made of whole {} B granules", s.bytes, start, g));
   }
   Partition& p = parts_[peer];
-  struct Piece {
-    Key key;
-    uint64_t mask;
-  };
-  std::vector<Piece> pieces;
+  std::vector<Piece>& pieces = pieces_;
+  pieces.clear();
   uint32_t new_entries = 0;
   for (uint64_t at = start, end = start + s.bytes; at < end;) {
     const uint64_t line = at / cfg_.entry_bytes;
@@ -120,7 +118,7 @@ std::optional<RemoteWriteBufferPool::Pick> RemoteWriteBufferPool::candidate(uint
   Partition& p = parts_[peer];
   if (const auto due = next_deadline(peer); due && *due <= now) return Pick{p.partial_by_age.front().second, true};
   if (p.ready.empty()) return std::nullopt;
-  return Pick{std::get<4>(*p.ready.begin()), false};
+  return Pick{std::get<4>(p.ready.front()), false};
 }
 
 HubPacket RemoteWriteBufferPool::packet(uint32_t peer, const Pick& pick) const {
@@ -151,7 +149,12 @@ void RemoteWriteBufferPool::take(uint32_t peer, const Pick& pick) {
   Partition& p = parts_[peer];
   Entry& e = p.slots[pick.slot];
   if (!e.live) throw std::logic_error("RPM: take of a free entry");
-  if (e.ready) p.ready.erase(order_of(e, pick.slot));
+  if (e.ready) {
+    const Order o = order_of(e, pick.slot);
+    const auto it = std::lower_bound(p.ready.begin(), p.ready.end(), o);
+    if (it == p.ready.end() || *it != o) throw std::logic_error("RPM: ready entry missing from the send order");
+    p.ready.erase(it);
+  }
   p.index.erase(e.key);
   e.live = false;
   p.free.push_back(pick.slot);

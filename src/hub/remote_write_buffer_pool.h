@@ -76,13 +76,18 @@ class RemoteWriteBufferPool {
     bool live = false;
     bool ready = false;
   };
-  // (class, kind rank, major, minor, slot): std::set order is the send order.
+  // (class, kind rank, major, minor, slot): ascending order is the send order.
   using Order = std::tuple<uint8_t, uint8_t, uint64_t, uint64_t, uint32_t>;
+  struct Piece {
+    Key key;
+    uint64_t mask;
+  };
   struct Partition {
     std::vector<Entry> slots;
     std::vector<uint32_t> free;
     std::unordered_map<Key, uint32_t, KeyHash> index;
-    std::set<Order> ready;
+    // Sorted; at most entries_per_peer long, so a flat vector beats a node-based set.
+    std::vector<Order> ready;
     std::deque<std::pair<uint64_t, uint32_t>> partial_by_age;  // (seq, slot), oldest first
   };
 
@@ -94,6 +99,7 @@ class RemoteWriteBufferPool {
   uint32_t granules_;
   uint64_t full_mask_;
   std::vector<Partition> parts_;
+  std::vector<Piece> pieces_;  // scratch of try_insert, kept to avoid an allocation per store
   uint64_t next_seq_ = 0;
   uint64_t stores_ = 0, merges_ = 0;
 };
