@@ -8,10 +8,13 @@
 // pre-expert permute, GEMM1, activation, GEMM2, post-expert permute; the combine all-to-all of
 // each chunk follows on the same NCCL stream; decode (one gather per slot, weighted sum).
 
+#include <cmath>
 #include <fmt/format.h>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 
+#include "gpu/gemm.h"
 #include "gpu/gpu.h"
 #include "gpu/memory_kernel.h"
 #include "sim/error.h"
@@ -41,17 +44,49 @@ uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
 
 }  // namespace
 
-int tutel_adaptive_degree(const gpu::GpuConfig& gpu, const ModelShape& m, int64_t gpus, int64_t local_experts,
-                          double cf, int64_t tokens_per_gpu, int64_t max_rows) {
-  int best = 1;
-  const uint64_t wave = static_cast<uint64_t>(gpu.sm_count) * gpu.gemm_blocks_per_sm;
+std::vector<TutelDegreeEstimate> tutel_degree_estimates(const gpu::GpuConfig& gpu, const ModelShape& m, int64_t gpus,
+                                                        int64_t local_experts, double cf, int64_t tokens_per_gpu,
+                                                        int64_t max_rows, Bandwidth link_bandwidth) {
+  // scatter all-to-all, permute, GEMM1, activation, GEMM2, permute back, gather all-to-all
+  constexpr int kernels_per_chunk = 7;
+  const double hbm = static_cast<double>(gpu.hbm_achievable().bytes_per_second());
+  const double slots = static_cast<double>(gpu.sm_count) * gpu.gemm_blocks_per_sm;
+  // One GEMM alone on the GPU: its tile waves or its operand traffic, whichever is longer.
+  const auto gemm_seconds = [&](uint64_t groups, uint64_t rows, uint64_t n, uint64_t k) {
+    const gpu::GemmModel g(gpu, gpu::GemmProblem{std::vector<uint64_t>(groups, rows), n, k, static_cast<uint32_t>(m.dtype_bytes)});
+    double bytes = 0, compute = 0;
+    for (uint64_t t = 0; t < g.tiles(); ++t) {
+      const gpu::GemmTile tile = g.tile(t);
+      bytes += static_cast<double>(tile.hbm_bytes);
+      compute = std::max(compute, tile.compute.seconds());
+    }
+    return std::max(std::ceil(static_cast<double>(g.tiles()) / slots) * compute, bytes / hbm);
+  };
+  std::vector<TutelDegreeEstimate> out;
   for (int d : {1, 2, 4, 8}) {
     const int64_t cap = tutel_capacity(cf, tokens_per_gpu, m.experts(), m.top_k(), max_rows, d);
     const int64_t rows = gpus * cap / d;
     if (local_experts < 1 || rows < 1) break;
-    gpu::GemmModel g1(gpu, gpu::GemmProblem{std::vector<uint64_t>(u(local_experts), u(rows)), u(m.gemm1_cols()),
-                                            u(m.hidden), static_cast<uint32_t>(m.dtype_bytes)});
-    if (g1.tiles() >= wave) best = d;  // this chunk's GEMM1 still fills every SM once
+    const double f = gemm_seconds(u(local_experts), u(rows), u(m.gemm1_cols()), u(m.hidden)) +
+                     gemm_seconds(u(local_experts), u(rows), u(m.hidden), u(m.ffn_hidden));
+    const double chunk_bytes = static_cast<double>((gpus - 1) * local_experts * (cap / d) * m.row_bytes());
+    const double c = chunk_bytes / static_cast<double>(link_bandwidth.bytes_per_second());
+    const double t = 2 * c + f + (d - 1) * std::max(2 * c, f) + d * kernels_per_chunk * gpu.launch_gap.seconds();
+    out.push_back({d, t});
+  }
+  return out;
+}
+
+int tutel_adaptive_degree(const gpu::GpuConfig& gpu, const ModelShape& m, int64_t gpus, int64_t local_experts, double cf,
+                          int64_t tokens_per_gpu, int64_t max_rows, Bandwidth link_bandwidth) {
+  int best = 1;
+  double best_t = std::numeric_limits<double>::infinity();
+  for (const TutelDegreeEstimate& e :
+       tutel_degree_estimates(gpu, m, gpus, local_experts, cf, tokens_per_gpu, max_rows, link_bandwidth)) {
+    if (e.seconds < best_t) {
+      best_t = e.seconds;
+      best = e.degree;
+    }
   }
   return best;
 }
@@ -73,7 +108,8 @@ class TutelSystem final : public MoeSystem {
     for (int g = 0; g < n_; ++g) max_local = std::max<int64_t>(max_local, static_cast<int64_t>(w.placement().local_experts(g).size()));
     degree_ = cfg_.overlap_degree > 0 ? cfg_.overlap_degree
                                       : tutel_adaptive_degree(c.gpu_config(), m, n_, max_local, cfg_.capacity_factor,
-                                                              tokens_per_gpu_, max_rows);
+                                                              tokens_per_gpu_, max_rows,
+                                                              c.network().config().gpu_bandwidth);
     capacity_ = tutel_capacity(cfg_.capacity_factor, tokens_per_gpu_, m.experts(), m.top_k(), max_rows, degree_);
     if (capacity_ < 1) throw UserError("systems.tutel.capacity_factor", "gives a capacity of 0 rows per expert");
     slots_ = std::make_unique<TutelSlots>(w, capacity_);

@@ -2,10 +2,12 @@
 // Tutel's configuration and its adaptive pipelining rule (src/systems/tutel.cpp).
 
 #include <cstdint>
+#include <vector>
 
 #include "config/config.h"
 #include "gpu/gpu_config.h"
 #include "moe/model_shape.h"
+#include "sim/bandwidth.h"
 #include "systems/nccl_group_call.h"
 
 namespace moehub {
@@ -17,11 +19,23 @@ struct TutelConfig {
   static TutelConfig from(const Config& config);
 };
 
-// "adaptive": the largest degree in {1, 2, 4, 8} whose chunk's GEMM1 (local experts x
-// gpus x capacity/degree rows) still has at least one full wave of tiles (sm_count x
-// gemm_blocks_per_sm); 1 if none does. Smaller chunks overlap more but leave SMs idle.
+// "adaptive": Tutel searches its pipelining degree at run time and keeps the fastest; this
+// stands in for that search with an estimate. For each d in {1, 2, 4, 8}, a chunk's expert
+// work f (GEMM1 and GEMM2 of local experts x gpus x capacity/d rows: tile waves vs operand
+// bytes over HBM, whichever is longer) and its NVLink time c (the chunk's bytes to the other
+// GPUs over `link_bandwidth`, once out for the scatter and once for the gather) form a
+// three-stage pipeline, T(d) = 2c + f + (d - 1) max(2c, f), plus seven launch
+// gaps per chunk (its kernels). The smallest T wins; ties keep the smaller d.
+struct TutelDegreeEstimate {
+  int degree = 1;
+  double seconds = 0;
+};
+std::vector<TutelDegreeEstimate> tutel_degree_estimates(const gpu::GpuConfig& gpu, const ModelShape& model, int64_t gpus,
+                                                        int64_t local_experts, double capacity_factor,
+                                                        int64_t tokens_per_gpu, int64_t max_rows_per_source_expert,
+                                                        Bandwidth link_bandwidth);
 int tutel_adaptive_degree(const gpu::GpuConfig& gpu, const ModelShape& model, int64_t gpus, int64_t local_experts,
-                          double capacity_factor, int64_t tokens_per_gpu,
-                          int64_t max_rows_per_source_expert);
+                          double capacity_factor, int64_t tokens_per_gpu, int64_t max_rows_per_source_expert,
+                          Bandwidth link_bandwidth);
 
 }  // namespace moehub

@@ -5,6 +5,8 @@
 
 #include "systems/system_run.h"
 #include "systems/tutel_capacity.h"
+#include "systems/tutel_system.h"
+#include "../gpu/gpu_test_support.h"
 
 namespace moehub {
 namespace {
@@ -22,6 +24,34 @@ TEST(TutelCapacity, FollowsExtractCritical) {
   EXPECT_EQ(tutel_capacity(0.0, 32, 8, 2, 11, 4), 12);  // the largest count, aligned
   EXPECT_EQ(tutel_capacity(-1.0, 32, 8, 2, 11, 1), 8);  // capped at k * int(1 * 4)
   EXPECT_EQ(tutel_capacity(-2.0, 32, 8, 2, 11, 1), 11);
+}
+
+TEST(TutelAdaptiveDegree, WeightBoundChunksStayWholeAndLargeOnesPipeline) {
+  // Mixtral-sized experts (16 of them, top-2) on 8 H800-like GPUs, 2 local experts each,
+  // capacity factor 1.
+  ModelShape m;
+  m.hidden = 4096;
+  m.ffn_hidden = 14336;
+  m.router.experts = 16;
+  m.router.top_k = 2;
+  m.gated = true;
+  m.dtype_bytes = 2;
+  const gpu::GpuConfig g = gpu::testing::h800();
+  const Bandwidth nvlink = Bandwidth::bytes_per_second(200'000'000'000ULL);
+  // 256 tokens per GPU: capacity 2 x 16 = 32 rows per expert; the expert GEMMs only stream
+  // their weights (2 x 3 x 4096 x 14336 x 2 B = 705 MB per pass), so every extra chunk re-reads
+  // them: one chunk is fastest.
+  EXPECT_EQ(tutel_adaptive_degree(g, m, 8, 2, 1.0, 256, 64, nvlink), 1);
+  // 8192 tokens per GPU: 1024 rows per expert, compute-bound chunks; pipelining hides the
+  // all-to-alls, so some d > 1 wins.
+  EXPECT_GT(tutel_adaptive_degree(g, m, 8, 2, 1.0, 8192, 2048, nvlink), 1);
+  // The NVLink term by hand: at d = 1 each GPU sends 7 GPUs x 2 experts x 32 rows x 8 KiB
+  // = 3670016 B for the scatter and again for the gather: halving the bandwidth adds
+  // 2 x 3670016 B / 100 GB/s - 2 x 3670016 B / 200 GB/s = 36.70016 us.
+  const auto fast = tutel_degree_estimates(g, m, 8, 2, 1.0, 256, 64, nvlink);
+  const auto slow = tutel_degree_estimates(g, m, 8, 2, 1.0, 256, 64, Bandwidth::bytes_per_second(100'000'000'000ULL));
+  ASSERT_EQ(fast.front().degree, 1);
+  EXPECT_NEAR((slow.front().seconds - fast.front().seconds) * 1e6, 36.70016, 1e-6);
 }
 
 // 2 GPUs, 8 tokens each, Mixtral's 8 experts top-2: capacity = 2 * int(1.0 * ceil(8 / 8)) = 2.
