@@ -121,7 +121,7 @@ bool Gpu::next_candidate(Kernel& k) {
         return true;
       }
       k.flags[b] |= kGated;
-      k.gated.emplace(b, st);
+      k.gated.emplace(b, Kernel::GatedBlock{st, sim_.now()});
       ++k.parked;
       trace_gate_begin(k);
       continue;
@@ -259,7 +259,8 @@ void Gpu::release(KernelId id, uint32_t block) {
   --k.parked;
   trace_gate_end(k);
   auto it = k.gated.find(block);
-  k.released.push_back(it->second);
+  k.released.push_back(it->second.state);
+  count_hardware_wait(it->second.since);
   k.gated.erase(it);
   if (k.active) dispatch_all();
 }
@@ -316,7 +317,7 @@ void Gpu::signal_add(SignalId id, int64_t delta) {
     std::pop_heap(s.waiters.begin(), s.waiters.end(), cmp);
     const HardwareWaiter w = s.waiters.back();
     s.waiters.pop_back();
-    unpark(kernel(w.kernel), w.state);
+    unpark(kernel(w.kernel), w.state, w.since);
     released = true;
   }
   if (released) dispatch_all();
@@ -324,7 +325,7 @@ void Gpu::signal_add(SignalId id, int64_t delta) {
 
 void Gpu::park_on_signal(Kernel& k, const BlockState& st, SignalId id, int64_t threshold) {
   Signal& s = signal(id);
-  s.waiters.push_back(HardwareWaiter{threshold, waiter_seq_++, k.id, st});
+  s.waiters.push_back(HardwareWaiter{threshold, waiter_seq_++, k.id, st, sim_.now()});
   std::push_heap(s.waiters.begin(), s.waiters.end(),
                  [](const HardwareWaiter& a, const HardwareWaiter& b) { return a.after(b); });
   k.flags[st.block] |= kSignalParked;
@@ -332,12 +333,19 @@ void Gpu::park_on_signal(Kernel& k, const BlockState& st, SignalId id, int64_t t
   trace_gate_begin(k);
 }
 
-void Gpu::unpark(Kernel& k, const BlockState& st) {
+void Gpu::unpark(Kernel& k, const BlockState& st, Time since) {
   if (k.done || (k.flags[st.block] & kRetired)) return;  // retired while parked
   k.flags[st.block] &= static_cast<uint8_t>(~kSignalParked);
   --k.parked;
   trace_gate_end(k);
   k.released.push_back(st);
+  count_hardware_wait(since);
+}
+
+void Gpu::count_hardware_wait(Time since) {
+  ++hardware_waits_;
+  const Time period = cfg_.poll_latency + cfg_.poll_sleep;
+  poll_loads_avoided_ += static_cast<uint64_t>((sim_.now() - since).ps() / period.ps()) + 1;
 }
 
 // --- timeline ---
@@ -399,6 +407,8 @@ nlohmann::json Gpu::stats() const {
           {"blocks_run", blocks_run_},
           {"blocks_retired", blocks_retired_},
           {"polls", polls_},
+          {"hardware_waits", hardware_waits_},
+          {"poll_loads_avoided", poll_loads_avoided_},
           {"stores", stores_},
           {"store_bytes", store_bytes_},
           {"loads", loads_},

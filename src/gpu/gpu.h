@@ -113,6 +113,7 @@ class Gpu {
     uint64_t seq;
     KernelId kernel;
     BlockState state;
+    Time since;  // when it parked
     bool after(const HardwareWaiter& o) const { return threshold != o.threshold ? threshold > o.threshold : seq > o.seq; }
   };
   struct Signal {
@@ -133,7 +134,10 @@ class Gpu {
   void dispatch_on(uint32_t sm);
   void drain_dispatch();
   void park_on_signal(Kernel& k, const BlockState& st, SignalId signal, int64_t threshold);
-  void unpark(Kernel& k, const BlockState& st);
+  void unpark(Kernel& k, const BlockState& st, Time since);
+  // A block that waited in hardware from `since` until now: counts the flag loads a poll-mode
+  // waiter would have issued over the same wait.
+  void count_hardware_wait(Time since);
   void maybe_complete(Kernel& k);
   void complete(Kernel& k);
   Signal& signal(SignalId id);
@@ -184,7 +188,7 @@ class Gpu {
   uint64_t waiter_seq_ = 0;
 
   // Statistics.
-  uint64_t blocks_run_ = 0, blocks_retired_ = 0, polls_ = 0, stores_ = 0, store_bytes_ = 0, store_refusals_ = 0, loads_ = 0, load_bytes_ = 0;
+  uint64_t blocks_run_ = 0, blocks_retired_ = 0, polls_ = 0, hardware_waits_ = 0, poll_loads_avoided_ = 0, stores_ = 0, store_bytes_ = 0, store_refusals_ = 0, loads_ = 0, load_bytes_ = 0;
   uint64_t kernels_completed_ = 0;
   std::vector<int> group_tracks_;
   int waits_track_ = -1;

@@ -38,7 +38,11 @@ struct Gpu::Kernel {
   Step head_step;
   std::deque<BlockState> released;  // released from a gate or hardware wait, dispatched first
   std::vector<uint8_t> flags;       // BlockFlag per block
-  std::unordered_map<uint32_t, BlockState> gated;
+  struct GatedBlock {
+    BlockState state;
+    Time since;  // when the dispatcher reached it (a poll-mode waiter would have started polling)
+  };
+  std::unordered_map<uint32_t, GatedBlock> gated;
   uint32_t finished = 0;
   uint32_t resident = 0;
   uint32_t parked = 0;

@@ -309,10 +309,12 @@ nlohmann::json MoeHubSystemImpl::stats(Cluster& cluster) {
   hub["packets"] = fabric_->packets_sent();
   hub["mean_packet_fill"] = fabric_->mean_packet_fill();
   hub["rpm_merges"] = hub.contains("rpm") ? hub["rpm"].value("merges", uint64_t{0}) : uint64_t{0};
-  uint64_t polls = 0;
+  uint64_t polls = 0, avoided = 0;
   nlohmann::json dam = nlohmann::json::object();
   for (int g = 0; g < cluster.gpus(); ++g) {
-    polls += cluster.gpu(g).stats().value("polls", uint64_t{0});
+    const nlohmann::json gs = cluster.gpu(g).stats();
+    polls += gs.value("polls", uint64_t{0});
+    avoided += gs.value("poll_loads_avoided", uint64_t{0});
     const HubGpu& h = gpus_[static_cast<size_t>(g)];
     for (const auto* d : {h.dam_gemm1.get(), h.dam_scaling.get()}) {
       if (!d) continue;
@@ -323,6 +325,8 @@ nlohmann::json MoeHubSystemImpl::stats(Cluster& cluster) {
     }
   }
   hub["polls"] = polls;
+  // Flag loads the blocks that waited in hardware would have issued polling over the same wait.
+  hub["poll_loads_avoided"] = avoided;
   // Thread blocks that waited for data without being resident (released or retired by the
   // DAM): each would have been a polling block in a software-orchestrated design.
   hub["dam_released_or_retired_blocks"] = dam_blocks_;

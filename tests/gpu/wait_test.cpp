@@ -18,6 +18,8 @@ struct Outcome {
   int64_t waiters_end_ps;
   int64_t unrelated_end_ps;
   uint64_t polls;
+  uint64_t hardware_waits;
+  uint64_t poll_loads_avoided;
 };
 
 // 264 blocks of 1024 threads (every thread slot of every SM) wait for a signal set at 10 us;
@@ -40,7 +42,9 @@ Outcome waiters_and_unrelated_kernel(WaitMode mode) {
   const KernelId u = gpu.create_stream("compute").launch(std::move(other));
   sim.schedule_at(Time::from_us(10), [&] { gpu.signal_add(ready, 1); });
   sim.run();
-  return {gpu.kernel_times(w).ended->ps(), gpu.kernel_times(u).ended->ps(), gpu.stats()["polls"].get<uint64_t>()};
+  const auto st = gpu.stats();
+  return {gpu.kernel_times(w).ended->ps(), gpu.kernel_times(u).ended->ps(), st["polls"].get<uint64_t>(),
+          st["hardware_waits"].get<uint64_t>(), st["poll_loads_avoided"].get<uint64_t>()};
 }
 
 TEST(Wait, PollModeWaitersDelayAnUnrelatedKernel) {
@@ -61,6 +65,10 @@ TEST(Wait, HardwareModeWaitersDoNot) {
   EXPECT_EQ(o.unrelated_end_ps, 6500000);
   EXPECT_EQ(o.waiters_end_ps, 10000000);
   EXPECT_EQ(o.polls, 0u);
+  // Each block waited 1.5 -> 10 us off the SMs; polling every 150 ns it would have loaded its
+  // flag floor(8.5 us / 150 ns) + 1 = 57 times: the 264 x 57 loads the poll-mode run issues.
+  EXPECT_EQ(o.hardware_waits, 264u);
+  EXPECT_EQ(o.poll_loads_avoided, 264u * 57u);
 }
 
 TEST(Wait, PollsCostMemoryTrafficAndSleepStretchesTheInterval) {

@@ -128,6 +128,11 @@ TEST(MoeHubSystems, DamVariantsNeverPollWhilePollingVariantsDo) {
   EXPECT_EQ(hub(out[3])["polls"].get<uint64_t>(), 0u);
   EXPECT_EQ(hub(out[0])["dam_released_or_retired_blocks"].get<uint64_t>(), 0u);
   EXPECT_GT(hub(out[2])["dam_released_or_retired_blocks"].get<uint64_t>(), 0u);
+  // Polling variants park nothing, so they avoid no flag loads (the count for parked blocks is
+  // tested in tests/gpu/wait_test.cpp; in this small layer the rows arrive before the GEMM's
+  // blocks are reached, so the DAM variants park none either).
+  EXPECT_EQ(hub(out[0])["poll_loads_avoided"].get<uint64_t>(), 0u);
+  EXPECT_TRUE(hub(out[3]).contains("poll_loads_avoided"));
 }
 
 TEST(MoeHubSystems, RpmSendsFewerFullerPacketsForTheSameRows) {
