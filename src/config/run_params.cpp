@@ -9,7 +9,7 @@ void declare_run_params(ParamRegistry& r) {
   r.integer("run.tokens", "Tokens in one MoE layer's input, summed over all GPUs").at_least(1).in_unit("tokens");
   r.integer("run.seed", "Seed of every random choice (routing, arrival jitter)").at_least(0);
   r.string("run.systems", "Comma-separated systems to run, or 'all'");
-  r.time("run.time_limit", "Simulated time after which a run that has not finished is reported as stuck");
+  r.time("run.time_limit", "Simulated time after which a run that has not finished is reported as stuck").positive();
   r.boolean("run.functional", "Carry real data through the modelled datapath and check it against the reference");
 }
 

@@ -36,14 +36,22 @@ class GemmProgram final : public BlockProgram {
 };
 
 // Inverts the tile model on one measurement: with every tile at efficiency e, a shape of T
-// tiles on S slots takes ceil(T / S) waves of tile_flops / (peak x e) (or longer, if memory
-// bound). The e whose compute time equals the measured time is the calibrated efficiency;
-// when the measurement is faster than even the peak allows, the datasheet peak stands (1).
+// tiles on S slots takes ceil(T / S) waves of tile_flops / (peak x e), or its compulsory HBM
+// traffic over the achievable bandwidth if that is longer. When the memory time alone reaches
+// the measured time, the measurement says nothing about the tensor cores and the datasheet
+// peak stands (1); so it does when the measurement is faster than even the peak allows.
+// Otherwise e is the one whose compute time equals the measured time.
 double calibrated_efficiency(const GpuConfig& gpu, const GemmMeasurement& p) {
+  GpuConfig plain = gpu;
+  plain.gemm_calibration = nullptr;
+  const GemmModel shape(plain, GemmProblem{std::vector<uint64_t>(p.groups, p.m), p.n, p.k, 2});  // measured in bf16
+  double bytes = 0;
+  for (uint64_t i = 0; i < shape.tiles(); ++i) bytes += static_cast<double>(shape.tile(i).hbm_bytes);
+  const double memory_seconds = bytes / static_cast<double>(gpu.hbm_achievable().bytes_per_second());
+  if (memory_seconds >= p.time.seconds()) return 1.0;
   const GemmTileShape& t = gpu.gemm_tile;
-  const uint64_t tiles = p.groups * ceil_div(p.m, t.m) * ceil_div(p.n, t.n);
   const uint64_t slots = static_cast<uint64_t>(gpu.sm_count) * gpu.gemm_blocks_per_sm;
-  const uint64_t waves = ceil_div(tiles, slots);
+  const uint64_t waves = ceil_div(shape.tiles(), slots);
   const double tile_flops = 2.0 * t.m * t.n * static_cast<double>(ceil_div(p.k, t.k) * t.k);
   const double peak_seconds = static_cast<double>(waves) * tile_flops / static_cast<double>(gpu.sm_tensor_peak_flops_per_second());
   return std::clamp(peak_seconds / p.time.seconds(), 1e-6, 1.0);

@@ -36,6 +36,13 @@ struct LinkStats {
   void stall(Time now) {
     if (stall_since < 0) stall_since = now.ps();
   }
+  // The packet the link stalled for left on another link: the stall ends without a send here.
+  void end_stall(Time now) {
+    if (stall_since >= 0) {
+      stall_ps += now.ps() - stall_since;
+      stall_since = -1;
+    }
+  }
   void trace_busy(TraceRecorder* trace, int pid, int tid, Time start, Time end, Time coalesce) {
     if (!trace) return;
     if (span_start >= 0 && start.ps() <= span_end + coalesce.ps()) {

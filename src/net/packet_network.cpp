@@ -245,6 +245,13 @@ void PacketNetwork::pump(int gpu) {
         }
         head.plane = static_cast<uint8_t>(chosen);
         rr = static_cast<uint8_t>(chosen + 1 == static_cast<int>(s_) ? 0 : chosen + 1);
+        // Planes that stalled for this head stop stalling now that it leaves (on whichever).
+        for (uint32_t plane = 0; plane < s_; ++plane) {
+          Uplink& up = uplinks_[static_cast<size_t>(gpu) * s_ + plane];
+          if (!up.waiting || static_cast<int>(plane) == chosen) continue;
+          up.waiting = false;
+          up.stats.end_stall(now);
+        }
         send_on_uplink(gpu, tc);
         popped[tc] = true;
         sent = true;

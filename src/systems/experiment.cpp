@@ -152,9 +152,9 @@ std::vector<SystemOutcome> run_experiment(const Config& config, const Workload& 
   const LayerFrame frame = layer_frame(config, workload);
   std::vector<SystemOutcome> outcomes(systems.size());
   std::vector<std::exception_ptr> errors(systems.size());
-  // Longest first, roughly: the registry lists the baselines first and the MoE-Hub variants
-  // (the most packets and hub events) last, so the threads take systems from the end and the
-  // short ones fill in at the finish. Results keep the requested order.
+  // Longest first, roughly, for `all`: the registry lists the baselines first and the MoE-Hub
+  // variants (the most packets and hub events) last, so the threads take systems from the end
+  // and the short ones fill in at the finish. Results keep the requested order.
   std::atomic<size_t> taken{0};
   const auto worker = [&] {
     for (size_t n = taken++; n < systems.size(); n = taken++) {

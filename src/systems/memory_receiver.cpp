@@ -1,7 +1,6 @@
 #include "systems/memory_receiver.h"
 
 #include "systems/cluster.h"
-#include "systems/network_store_port.h"
 
 namespace moehub {
 

@@ -4,7 +4,6 @@
 
 #include "net/packet_network.h"
 #include "systems/cluster.h"
-#include "systems/network_store_port.h"
 
 namespace moehub {
 
@@ -34,7 +33,7 @@ class RemoteMemory::Port final : public gpu::LoadPort, public PacketReceiver, pu
       default:
         // Only a thread block's stores carry a tag in their cookie; a transfer's cookie is the
         // transfer engine's own id.
-        if (is_write(p.kind)) write_in(p.payload_bytes, dynamic_cast<NetworkStorePort*>(p.client) ? p.cookie : 0);
+        if (is_write(p.kind)) write_in(p.payload_bytes, p.client && p.client->cookie_is_for_receiver() ? p.cookie : 0);
         break;
     }
   }

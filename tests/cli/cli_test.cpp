@@ -96,6 +96,7 @@ TEST(CliBadInput, NonNumericGpus) { expect_bad_input({"run", "--gpus", "eight"},
 TEST(CliBadInput, FractionalTokens) { expect_bad_input({"run", "--tokens", "1.5"}, "run.tokens: expected an integer"); }
 TEST(CliBadInput, ImbalanceOutOfRange) { expect_bad_input({"run", "--imbalance", "2"}, "workload.imbalance_std: must be at most 1"); }
 TEST(CliBadInput, UnknownModel) { expect_bad_input({"run", "--model", "gpt-17"}, "run.model: unknown models preset 'gpt-17'"); }
+TEST(CliBadInput, ZeroTimeLimit) { expect_bad_input({"run", "--set", "run.time_limit=0ns"}, "run.time_limit: must be"); }
 TEST(CliBadInput, MissingHardwareFile) { expect_bad_input({"run", "--hardware", "no/such.toml"}, "no such file"); }
 TEST(CliBadInput, UnknownSetKey) { expect_bad_input({"run", "--set", "gpu.warp_drive=1"}, "unknown key 'gpu.warp_drive'"); }
 TEST(CliBadInput, SetWithoutValue) { expect_bad_input({"run", "--set", "gpu.sm_count"}, "--set: expected KEY=VALUE"); }

@@ -68,6 +68,15 @@ TEST(GemmCalibration, AMeasurementFasterThanPeakKeepsThePeak) {
   EXPECT_DOUBLE_EQ(GemmModel(calibrated(f.path()), {{8192}, 8192, 8192}).efficiency(), 1.0);
 }
 
+TEST(GemmCalibration, AMemoryBoundMeasurementKeepsThePeak) {
+  // 8 experts x 16 rows x 28672 x 4096 stream 8 x (16 x 4096 + 4096 x 28672 + 16 x 28672) x 2 B
+  // = 1.88 GB of operands: 645 us at 2.9145e12 B/s. Measured in 600 us, the weights bound it;
+  // the tensor cores (14 waves x 134 MFLOP tiles = 250 us at peak) are not what it measures, so
+  // it must not turn into an efficiency of 250 / 600 = 0.42 for compute-bound neighbours.
+  CalibrationFile f("[[grouped_gemm]]\ngroups = 8\nm_per_group = 16\nn = 28672\nk = 4096\ntime_us = 600.0\n");
+  EXPECT_DOUBLE_EQ(GemmModel(calibrated(f.path()), {std::vector<uint64_t>(8, 16), 28672, 4096}).efficiency(), 1.0);
+}
+
 TEST(GemmCalibration, NearestShapePrefersItsKindThenLogDistance) {
   CalibrationFile f(
       "[[gemm]]\nm = 128\nn = 4096\nk = 4096\ntime_us = 20.0\n"

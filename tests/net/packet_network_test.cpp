@@ -299,5 +299,30 @@ TEST(PacketNetwork, InterleavedDestinationsStillUseEveryPlane) {
   EXPECT_EQ(s["links"][0]["stall_ps"], 0);
 }
 
+TEST(PacketNetwork, AStallEndsWhenTheHeadLeavesOnAnotherPlane) {
+  // 2 planes of 100 GB/s, switch buffers of one 144 B packet. GPU 0 sends 3 packets to GPU 1:
+  // two leave at 0 (one per plane, 1440 ps each); from 1440 ps both planes are idle without
+  // credits. The credits come back when the switch has forwarded the packets and the credit
+  // crossed the link: 1440 + 250000 + 100000 + 1440 + 250000 = 602880 ps. The third packet then
+  // leaves on plane 0, and both stalls end: 601440 ps each. Two more packets at 10 us find
+  // credits on both planes and stall nothing.
+  Simulator sim;
+  NetConfig c = test::h800_like(3, 2);
+  c.switch_buffer_bytes = 144;
+  PacketNetwork net(c, sim);
+  Recorder rx(sim);
+  net.set_receiver(1, &rx);
+  for (int k = 0; k < 3; ++k) net.inject(write(0, 1, 128));
+  sim.schedule_at(Time::from_us(10), [&] {
+    net.inject(write(0, 1, 128));
+    net.inject(write(0, 1, 128));
+  });
+  sim.run();
+  ASSERT_EQ(rx.at.size(), 5u);
+  const auto s = net.stats();
+  EXPECT_EQ(s["links"][0]["stall_ps"], 601440);  // gpu0 -> sw0
+  EXPECT_EQ(s["links"][1]["stall_ps"], 601440);  // gpu0 -> sw1
+}
+
 }  // namespace
 }  // namespace moehub
