@@ -2,18 +2,18 @@
 
 #include <gtest/gtest.h>
 
-#include "systems/overlap_test_util.h"
+#include "systems/system_run.h"
 
 namespace moehub {
 namespace {
 
-using testing::SystemRun;
+using SystemRun = test::DefaultsRun;
 
 TEST(Ccfuser, RemoteRowsArePulledAsReadRequestsAndResponses) {
   SystemRun r("ccfuser", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024"});
   const nlohmann::json k = r.cluster->network().stats()["packets_delivered_by_kind"];
   // Every remote row is read as row_bytes / 128 header-only requests, each answered by a 128 B response.
-  const uint64_t expected = static_cast<uint64_t>(r.workload->plan().remote_rows()) * r.workload->model().row_bytes() / 128;
+  const uint64_t expected = static_cast<uint64_t>(r.workload.plan().remote_rows()) * r.workload.model().row_bytes() / 128;
   EXPECT_GT(expected, 0u);
   EXPECT_EQ(k["read_request"].get<uint64_t>(), expected);
   EXPECT_EQ(k["read_response"].get<uint64_t>(), expected);
@@ -25,7 +25,7 @@ TEST(Ccfuser, RemoteRowsArePulledAsReadRequestsAndResponses) {
 
 TEST(Ccfuser, ThreeHostSyncsPerGpu) {
   SystemRun r("ccfuser", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024"});
-  for (int g = 0; g < r.cluster->gpus(); ++g) EXPECT_EQ(r.count(g, Activity::Synchronisation), 3u);
+  for (int g = 0; g < r.cluster->gpus(); ++g) EXPECT_EQ(r.count(g, Activity::Synchronisation), 3);
 }
 
 TEST(Ccfuser, BlocksOf64RowsPairedLocalWithRemote) {
@@ -37,7 +37,7 @@ TEST(Ccfuser, BlocksOf64RowsPairedLocalWithRemote) {
     const auto& s = r.stats["gpus"][g];
     uint64_t max_rows = 0;
     for (int src = 0; src < r.cluster->gpus(); ++src) {
-      max_rows = std::max<uint64_t>(max_rows, static_cast<uint64_t>(r.workload->plan().rows_to_expert(src, g)));
+      max_rows = std::max<uint64_t>(max_rows, static_cast<uint64_t>(r.workload.plan().rows_to_expert(src, g)));
     }
     ASSERT_LE(max_rows, 64u);
     EXPECT_EQ(s["blocks"].get<uint64_t>(), 8u);

@@ -5,12 +5,12 @@
 #include "gpu/gpu_config.h"
 #include "sim/error.h"
 #include "systems/comet_plan.h"
-#include "systems/overlap_test_util.h"
+#include "systems/system_run.h"
 
 namespace moehub {
 namespace {
 
-using testing::SystemRun;
+using SystemRun = test::DefaultsRun;
 
 TEST(Comet, Gemm1TilesStartBeforeTheDispatchHasArrived) {
   SystemRun r("comet", {"run.tokens=2048", "model.hidden=1024", "model.ffn_hidden=1024", "systems.comet.comm_blocks=2"});
@@ -40,7 +40,7 @@ TEST(Comet, CommunicationBlocksStayOnTheirSms) {
 TEST(Comet, OneHostSyncPerGpu) {
   for (const char* mode : {"comm_blocks", "copy_engine_gets"}) {
     SystemRun r("comet", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024", std::string("systems.comet.dispatch=") + mode});
-    for (int g = 0; g < r.cluster->gpus(); ++g) EXPECT_EQ(r.count(g, Activity::Synchronisation), 1u) << mode;
+    for (int g = 0; g < r.cluster->gpus(); ++g) EXPECT_EQ(r.count(g, Activity::Synchronisation), 1) << mode;
   }
 }
 
@@ -50,12 +50,12 @@ TEST(Comet, CommBlocksPushRowsWithStoresAndGetsUseReads) {
   EXPECT_EQ(a["read_request"].get<uint64_t>(), 0u);
   // Every remote dispatch row is one store of row_bytes / 128 packets; the combine sends partials.
   EXPECT_GE(a["write"].get<uint64_t>(),
-            static_cast<uint64_t>(push.workload->plan().remote_rows()) * push.workload->model().row_bytes() / 128);
+            static_cast<uint64_t>(push.workload.plan().remote_rows()) * push.workload.model().row_bytes() / 128);
 
   SystemRun get("comet", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024", "systems.comet.dispatch=copy_engine_gets"});
   const nlohmann::json b = get.cluster->network().stats()["packets_delivered_by_kind"];
   // flux's layer0 pulls every other GPU's whole token shard: 7 shards of 128 tokens each.
-  const uint64_t shard = 128ull * get.workload->model().row_bytes();
+  const uint64_t shard = 128ull * get.workload.model().row_bytes();
   EXPECT_EQ(b["read_response"].get<uint64_t>(), 8u * 7u * shard / 128u);
   EXPECT_EQ(b["read_request"].get<uint64_t>(), b["read_response"].get<uint64_t>());
   for (int g = 0; g < get.cluster->gpus(); ++g) EXPECT_EQ(get.stats["gpus"][g]["dispatch_comm_blocks"].get<uint32_t>(), 0u);

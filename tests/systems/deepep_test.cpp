@@ -6,12 +6,12 @@
 #include <map>
 
 #include "systems/network_store_port.h"
-#include "system_test_support.h"
+#include "systems/system_run.h"
 
 namespace moehub {
 namespace {
 
-using testing::SystemRun;
+using test::SystemRun;
 
 // Records every store of a GPU, then hands it to the ordinary port.
 class RecordingPort final : public gpu::StorePort {

@@ -4,12 +4,12 @@
 #include <gtest/gtest.h>
 
 #include "systems/nccl_rank_collectives.h"
-#include "system_test_support.h"
+#include "systems/system_run.h"
 
 namespace moehub {
 namespace {
 
-using testing::SystemRun;
+using test::SystemRun;
 
 TEST(MegatronTe, VerifyPasses) {
   SystemRun r("megatron-te", {});

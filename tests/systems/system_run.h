@@ -1,10 +1,13 @@
 #pragma once
-// Runs one system on a configuration built from the presets (plus `verify` shapes and --set
-// assignments), keeping the cluster for inspection.
+// Runs one system on a configuration built from the presets and keeps the cluster for
+// mechanism-level checks. The one harness of the system tests.
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/config_builder.h"
@@ -20,11 +23,15 @@
 
 namespace moehub::test {
 
-// The verify shapes (configs/experiments/verify.toml) plus `assignments`.
-inline Config make_config(const ParamRegistry& registry, std::vector<std::string> assignments) {
+// Verify: the small shapes of configs/experiments/verify.toml; Defaults: the shipped defaults
+// (Mixtral-8x7B on the DGX-H800). `assignments` (--set KEY=VALUE) go on top of either.
+enum class ConfigBase { Verify, Defaults };
+
+inline Config make_config(const ParamRegistry& registry, std::vector<std::string> assignments,
+                          ConfigBase base = ConfigBase::Verify) {
   const PresetCatalog catalog(MOEHUB_SOURCE_CONFIG_DIR);
   ConfigRequest req;
-  req.config_files.push_back("verify");
+  if (base == ConfigBase::Verify) req.config_files.push_back("verify");
   req.assignments = std::move(assignments);
   return build_config(catalog, registry, req);
 }
@@ -37,21 +44,60 @@ struct SystemRun {
   Simulator sim;
   std::unique_ptr<Cluster> cluster;
   std::unique_ptr<MoeSystem> system;
+  std::string name;
+  nlohmann::json stats;  // the system's own statistics, after run()
 
-  SystemRun(std::vector<std::string> assignments, bool with_functional)
-      : config(make_config(registry, std::move(assignments))), workload(Workload::build(WorkloadConfig::from(config), ModelShape::from(config))) {
+  // Builds the cluster; replace store ports etc. on `cluster` before calling run().
+  SystemRun(std::string system_name, std::vector<std::string> assignments, bool with_functional = true,
+            ConfigBase base = ConfigBase::Verify)
+      : config(make_config(registry, std::move(assignments), base)),
+        workload(Workload::build(WorkloadConfig::from(config), ModelShape::from(config))),
+        name(std::move(system_name)) {
     if (with_functional) functional.emplace(workload, static_cast<uint64_t>(config.integer("run.seed")));
+    cluster = std::make_unique<Cluster>(sim, config, workload, nullptr, functional ? &*functional : nullptr);
+    system = find_system(name)->make(config);
+  }
+  void run() {
+    system->start(*cluster);
+    cluster->run_to_completion(name);
+    stats = system->stats(*cluster);
+  }
+
+  Time layer() const {
+    Time t = Time::zero();
+    for (int g = 0; g < cluster->gpus(); ++g) t = max(t, *cluster->phases(g).done);
+    return t;
+  }
+  int count(int g, Activity what) const {
+    int n = 0;
+    for (const auto& iv : cluster->activity(g).intervals()) n += iv.what == what ? 1 : 0;
+    return n;
+  }
+  // First start and last end of the intervals of one kind on GPU g.
+  std::pair<Time, Time> span(int g, Activity what) const {
+    Time first = Time::max(), last = Time::zero();
+    for (const auto& iv : cluster->activity(g).intervals()) {
+      if (iv.what != what) continue;
+      first = min(first, iv.start);
+      last = max(last, iv.end);
+    }
+    return {first, last};
   }
 };
 
+// A run on the shipped defaults, already run (the comet and ccfuser tests).
+struct DefaultsRun : SystemRun {
+  DefaultsRun(std::string system_name, std::vector<std::string> assignments, bool with_functional = false)
+      : SystemRun(std::move(system_name), std::move(assignments), with_functional, ConfigBase::Defaults) {
+    run();
+  }
+};
+
+// The verify shapes plus `assignments`, already run.
 inline std::unique_ptr<SystemRun> run_system(const std::string& name, std::vector<std::string> assignments,
                                              bool functional = false) {
-  auto r = std::make_unique<SystemRun>(std::move(assignments), functional);
-  r->cluster = std::make_unique<Cluster>(r->sim, r->config, r->workload, nullptr,
-                                         r->functional ? &*r->functional : nullptr);
-  r->system = find_system(name)->make(r->config);
-  r->system->start(*r->cluster);
-  r->cluster->run_to_completion(name);
+  auto r = std::make_unique<SystemRun>(name, std::move(assignments), functional);
+  r->run();
   return r;
 }
 
