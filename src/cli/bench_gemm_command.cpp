@@ -65,8 +65,7 @@ int bench_gemm(const CliContext& ctx, BenchGemmOptions& o) {
   const double tflops = elapsed > Time::zero() ? static_cast<double>(model.useful_flops()) / elapsed.seconds() / 1e12 : 0.0;
   const uint64_t slots = static_cast<uint64_t>(gpu_cfg.sm_count) * gpu.blocks_per_sm(model.block_shape());
   const double waves = static_cast<double>(model.tiles()) / static_cast<double>(slots);
-  const double peak = static_cast<double>(gpu_cfg.sm_count) * gpu_cfg.tensor_flops_per_clock *
-                      static_cast<double>(gpu_cfg.tensor_clock.hertz()) / 1e12;
+  const double peak = static_cast<double>(gpu_cfg.sm_count) * static_cast<double>(gpu_cfg.sm_tensor_peak_flops_per_second()) / 1e12;
 
   if (o.format == "json") {
     nlohmann::json j{{"gpu", gpu_cfg.name},

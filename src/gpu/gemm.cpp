@@ -45,15 +45,11 @@ double calibrated_efficiency(const GpuConfig& gpu, const GemmMeasurement& p) {
   GpuConfig plain = gpu;
   plain.gemm_calibration = nullptr;
   const GemmModel shape(plain, GemmProblem{std::vector<uint64_t>(p.groups, p.m), p.n, p.k, 2});  // measured in bf16
-  double bytes = 0;
-  for (uint64_t i = 0; i < shape.tiles(); ++i) bytes += static_cast<double>(shape.tile(i).hbm_bytes);
-  const double memory_seconds = bytes / static_cast<double>(gpu.hbm_achievable().bytes_per_second());
+  const double memory_seconds =
+      static_cast<double>(shape.hbm_bytes()) / static_cast<double>(gpu.hbm_achievable().bytes_per_second());
   if (memory_seconds >= p.time.seconds()) return 1.0;
-  const GemmTileShape& t = gpu.gemm_tile;
-  const uint64_t slots = static_cast<uint64_t>(gpu.sm_count) * gpu.gemm_blocks_per_sm;
-  const uint64_t waves = ceil_div(shape.tiles(), slots);
-  const double tile_flops = 2.0 * t.m * t.n * static_cast<double>(ceil_div(p.k, t.k) * t.k);
-  const double peak_seconds = static_cast<double>(waves) * tile_flops / static_cast<double>(gpu.sm_tensor_peak_flops_per_second());
+  const double peak_seconds = static_cast<double>(shape.waves()) * static_cast<double>(shape.tile_flops()) /
+                              static_cast<double>(gpu.sm_tensor_peak_flops_per_second());
   return std::clamp(peak_seconds / p.time.seconds(), 1e-6, 1.0);
 }
 
@@ -70,7 +66,8 @@ GemmModel::GemmModel(const GpuConfig& gpu, GemmProblem problem)
       calibration_(gpu.gemm_calibration),
       sm_flops_per_second_(gpu.sm_tensor_flops_per_second()),
       threads_(gpu.gemm_threads_per_block),
-      blocks_per_sm_(gpu.gemm_blocks_per_sm) {
+      blocks_per_sm_(gpu.gemm_blocks_per_sm),
+      slots_(std::max<uint64_t>(1, static_cast<uint64_t>(gpu.sm_count) * gpu.gemm_blocks_per_sm)) {
   if (tile_.m == 0) throw UserError("gpu.gemm_tile_m", "must be at least 1");
   if (tile_.n == 0) throw UserError("gpu.gemm_tile_n", "must be at least 1");
   if (tile_.k == 0) throw UserError("gpu.gemm_tile_k", "must be at least 1");
@@ -117,13 +114,19 @@ GemmTile GemmModel::tile(uint64_t index) const {
   t.tile_col = local % tiles_n_;
   t.rows = std::min<uint64_t>(tile_.m, m - t.tile_row * tile_.m);
   t.cols = std::min<uint64_t>(tile_.n, problem_.n - t.tile_col * tile_.n);
-  t.flops = 2ULL * tile_.m * tile_.n * k_padded_;
+  t.flops = tile_flops();
   // Compulsory traffic shared out: the tile's A rows are read once for the tiles_n tiles of
   // its row, its B columns once for the tiles_m tiles of its column, its C part written once.
   t.hbm_bytes = ceil_div(t.rows * k * e, tiles_n_) + ceil_div(k * t.cols * e, tiles_m) + t.rows * t.cols * e;
   // FLOPs over FLOP/s with the same integer ceiling as bytes over bytes/s.
   t.compute = Bandwidth::bytes_per_second(sm_flops_per_second_).transfer_time(t.flops);
   return t;
+}
+
+uint64_t GemmModel::hbm_bytes() const {
+  uint64_t bytes = 0;
+  for (uint64_t i = 0; i < tiles(); ++i) bytes += tile(i).hbm_bytes;
+  return bytes;
 }
 
 uint64_t GemmModel::useful_flops() const {

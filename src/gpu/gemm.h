@@ -62,6 +62,12 @@ class GemmModel {
   // 2 x sum(m_g) x n x k: the FLOPs the problem asks for (without padding).
   uint64_t useful_flops() const;
   uint64_t padded_k() const { return k_padded_; }
+  // 2 x BM x BN x K_pad: the FLOPs every tile executes (padding included).
+  uint64_t tile_flops() const { return 2ULL * tile_.m * tile_.n * k_padded_; }
+  // The compulsory HBM traffic of the whole problem (the tiles' shares summed).
+  uint64_t hbm_bytes() const;
+  // Full rounds of tiles over every SM's GEMM slots (sm_count x gpu.gemm_blocks_per_sm).
+  uint64_t waves() const { return (tiles() + slots_ - 1) / slots_; }
   // Fraction of tensor peak each tile runs at: gpu.gemm_efficiency, or with a calibration the
   // efficiency that makes the tile model reproduce the nearest measured shape's time.
   double efficiency() const { return efficiency_; }
@@ -82,6 +88,7 @@ class GemmModel {
   uint64_t sm_flops_per_second_;
   uint32_t threads_;
   uint32_t blocks_per_sm_;
+  uint64_t slots_;
   uint64_t k_padded_;
   uint64_t tiles_n_;
   std::vector<uint64_t> tile_offsets_;  // first tile of each group; back() = total

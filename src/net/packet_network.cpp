@@ -233,6 +233,7 @@ void PacketNetwork::pump(int gpu) {
           // Head-of-line blocking: nothing behind this packet may pass it. The idle links that
           // lack credits stall until their credits return.
           if (starved) {
+            port.planes_stalled = true;
             for (uint32_t plane = 0; plane < s_; ++plane) {
               Uplink& up = uplinks_[static_cast<size_t>(gpu) * s_ + plane];
               if (up.busy_until > now || up.credits.available(tc, now) >= head.flits) continue;
@@ -246,11 +247,14 @@ void PacketNetwork::pump(int gpu) {
         head.plane = static_cast<uint8_t>(chosen);
         rr = static_cast<uint8_t>(chosen + 1 == static_cast<int>(s_) ? 0 : chosen + 1);
         // Planes that stalled for this head stop stalling now that it leaves (on whichever).
-        for (uint32_t plane = 0; plane < s_; ++plane) {
-          Uplink& up = uplinks_[static_cast<size_t>(gpu) * s_ + plane];
-          if (!up.waiting || static_cast<int>(plane) == chosen) continue;
-          up.waiting = false;
-          up.stats.end_stall(now);
+        if (port.planes_stalled) {
+          port.planes_stalled = false;
+          for (uint32_t plane = 0; plane < s_; ++plane) {
+            Uplink& up = uplinks_[static_cast<size_t>(gpu) * s_ + plane];
+            if (!up.waiting || static_cast<int>(plane) == chosen) continue;
+            up.waiting = false;
+            up.stats.end_stall(now);
+          }
         }
         send_on_uplink(gpu, tc);
         popped[tc] = true;

@@ -100,6 +100,7 @@ class PacketNetwork final : public Network {
     bool pumping = false;
     bool repump = false;
     bool ack_room_wanted = false;
+    bool planes_stalled = false;  // some uplink of this GPU is stalled for the egress head
     uint32_t peak_flits = 0;
     uint64_t injected = 0;
     uint64_t delivered = 0;

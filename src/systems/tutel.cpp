@@ -8,7 +8,6 @@
 // pre-expert permute, GEMM1, activation, GEMM2, post-expert permute; the combine all-to-all of
 // each chunk follows on the same NCCL stream; decode (one gather per slot, weighted sum).
 
-#include <cmath>
 #include <fmt/format.h>
 #include <limits>
 #include <memory>
@@ -50,17 +49,12 @@ std::vector<TutelDegreeEstimate> tutel_degree_estimates(const gpu::GpuConfig& gp
   // scatter all-to-all, permute, GEMM1, activation, GEMM2, permute back, gather all-to-all
   constexpr int kernels_per_chunk = 7;
   const double hbm = static_cast<double>(gpu.hbm_achievable().bytes_per_second());
-  const double slots = static_cast<double>(gpu.sm_count) * gpu.gemm_blocks_per_sm;
-  // One GEMM alone on the GPU: its tile waves or its operand traffic, whichever is longer.
+  // One GEMM alone on the GPU: its tile waves (every tile takes the same time) or its operand
+  // traffic, whichever is longer.
   const auto gemm_seconds = [&](uint64_t groups, uint64_t rows, uint64_t n, uint64_t k) {
     const gpu::GemmModel g(gpu, gpu::GemmProblem{std::vector<uint64_t>(groups, rows), n, k, static_cast<uint32_t>(m.dtype_bytes)});
-    double bytes = 0, compute = 0;
-    for (uint64_t t = 0; t < g.tiles(); ++t) {
-      const gpu::GemmTile tile = g.tile(t);
-      bytes += static_cast<double>(tile.hbm_bytes);
-      compute = std::max(compute, tile.compute.seconds());
-    }
-    return std::max(std::ceil(static_cast<double>(g.tiles()) / slots) * compute, bytes / hbm);
+    return std::max(static_cast<double>(g.waves()) * g.tile(0).compute.seconds(),
+                    static_cast<double>(g.hbm_bytes()) / hbm);
   };
   std::vector<TutelDegreeEstimate> out;
   for (int d : {1, 2, 4, 8}) {

@@ -68,11 +68,7 @@ struct SystemRun {
     for (int g = 0; g < cluster->gpus(); ++g) t = max(t, *cluster->phases(g).done);
     return t;
   }
-  int count(int g, Activity what) const {
-    int n = 0;
-    for (const auto& iv : cluster->activity(g).intervals()) n += iv.what == what ? 1 : 0;
-    return n;
-  }
+  int count(int g, Activity what) const;
   // First start and last end of the intervals of one kind on GPU g.
   std::pair<Time, Time> span(int g, Activity what) const {
     Time first = Time::max(), last = Time::zero();
@@ -118,5 +114,7 @@ inline int count_activity(Cluster& c, int g, Activity a) {
   for (const auto& i : c.activity(g).intervals()) n += i.what == a ? 1 : 0;
   return n;
 }
+
+inline int SystemRun::count(int g, Activity what) const { return count_activity(*cluster, g, what); }
 
 }  // namespace moehub::test
