@@ -62,6 +62,14 @@ class UniqueFunction<R(Args...)> {
   explicit operator bool() const { return ops_ != nullptr; }
   R operator()(Args... args) { return ops_->call(storage_, std::forward<Args>(args)...); }
 
+  // Calls the target once and destroys it: one indirect call where operator() then reset()
+  // take two (the event loop's hot path).
+  R consume(Args... args) {
+    const Ops* ops = ops_;
+    ops_ = nullptr;
+    return ops->consume(storage_, std::forward<Args>(args)...);
+  }
+
   void reset() {
     if (ops_) {
       ops_->destroy(storage_);
@@ -85,6 +93,7 @@ class UniqueFunction<R(Args...)> {
 
   struct Ops {
     R (*call)(void*, Args&&...);
+    R (*consume)(void*, Args&&...);  // call, then destroy (also when the call throws)
     void (*move)(void* from, void* to) noexcept;
     void (*destroy)(void*) noexcept;
   };
@@ -92,6 +101,18 @@ class UniqueFunction<R(Args...)> {
   template <typename D>
   static constexpr Ops inline_ops{
       [](void* s, Args&&... a) -> R { return (*static_cast<D*>(s))(std::forward<Args>(a)...); },
+      [](void* s, Args&&... a) -> R {
+        D& d = *static_cast<D*>(s);
+        if constexpr (std::is_trivially_destructible_v<D>) {
+          return d(std::forward<Args>(a)...);
+        } else {
+          struct Destroy {
+            D& d;
+            ~Destroy() { d.~D(); }
+          } destroy{d};
+          return d(std::forward<Args>(a)...);
+        }
+      },
       [](void* from, void* to) noexcept {
         ::new (to) D(std::move(*static_cast<D*>(from)));
         static_cast<D*>(from)->~D();
@@ -101,6 +122,10 @@ class UniqueFunction<R(Args...)> {
   template <typename D>
   static constexpr Ops heap_ops{
       [](void* s, Args&&... a) -> R { return (**static_cast<D**>(s))(std::forward<Args>(a)...); },
+      [](void* s, Args&&... a) -> R {
+        std::unique_ptr<D> d(*static_cast<D**>(s));
+        return (*d)(std::forward<Args>(a)...);
+      },
       [](void* from, void* to) noexcept { ::new (to) D*(*static_cast<D**>(from)); },
       [](void* s) noexcept { delete *static_cast<D**>(s); }};
 

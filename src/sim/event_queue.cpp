@@ -13,48 +13,46 @@ constexpr size_t kArity = 4;
 static_assert(EventQueue::kMinPriority < 0, "priorities are biased into 16 bits");
 
 EventQueue::EventQueue()
-    : bucket_head_(kBuckets, kNone),
-      bucket_tail_(kBuckets, kNone),
+    : buckets_(kBuckets),
       cursor_((static_cast<uint64_t>(0) ^ kTimeBias) >> kBucketBits) {
-  static_assert(kBuckets == 64 * 64, "the bucket bitmap has two levels of 64 bits");
+  static_assert(kBuckets % 4096 == 0 && kBuckets <= 64 * 64 * 64, "the bucket bitmap has three levels of 64 bits");
 }
 
-uint32_t EventQueue::acquire_slot() {
-  if (!free_slots_.empty()) {
-    const uint32_t slot = free_slots_.back();
-    free_slots_.pop_back();
-    return slot;
-  }
-  if ((slot_count_ & (kChunkSize - 1)) == 0) chunks_.push_back(std::make_unique<Slot[]>(kChunkSize));
-  return slot_count_++;
+uint32_t EventQueue::grow_slots() {
+  const auto slot = static_cast<uint32_t>(nodes_.size());
+  if ((slot & (kChunkSize - 1)) == 0) chunks_.push_back(std::make_unique<Callback[]>(kChunkSize));
+  nodes_.emplace_back();
+  return slot;
 }
 
 // Keeps the bucket sorted by key. Appending is the common case (later events are mostly
 // scheduled later); an insertion that would walk far goes to the heap, which keeps bursts of
 // out-of-order events at one time from costing quadratic time.
 inline bool EventQueue::bucket_insert(uint32_t bucket, uint32_t slot) {
-  Slot& s = slot_at(slot);
-  const uint32_t tail = bucket_tail_[bucket];
+  Node& s = nodes_[slot];
+  Bucket& b = buckets_[bucket];
+  const uint32_t tail = b.tail;
   if (tail == kNone) {
     s.next = kNone;
-    bucket_head_[bucket] = bucket_tail_[bucket] = slot;
+    b.head = b.tail = slot;
     bucket_words_[bucket >> 6] |= 1ULL << (bucket & 63);
-    bucket_summary_ |= 1ULL << (bucket >> 6);
+    bucket_mid_[bucket >> 12] |= 1ULL << ((bucket >> 6) & 63);
+    bucket_summary_ |= 1ULL << (bucket >> 12);
     return true;
   }
-  const Slot& t = slot_at(tail);
+  Node& t = nodes_[tail];
   if (!key_before(s.time, s.order, t.time, t.order)) {
     s.next = kNone;
-    slot_at(tail).next = slot;
-    bucket_tail_[bucket] = slot;
+    t.next = slot;
+    b.tail = slot;
     return true;
   }
-  uint32_t* link = &bucket_head_[bucket];
+  uint32_t* link = &b.head;
   for (uint32_t steps = 0;; ++steps) {
-    const Slot& n = slot_at(*link);
+    const Node& n = nodes_[*link];
     if (key_before(s.time, s.order, n.time, n.order)) break;  // stops before the tail at the latest
     if (steps == kMaxWalk) return false;
-    link = &slot_at(*link).next;
+    link = &nodes_[*link].next;
   }
   s.next = *link;
   *link = slot;
@@ -62,13 +60,13 @@ inline bool EventQueue::bucket_insert(uint32_t bucket, uint32_t slot) {
 }
 
 EventHandle EventQueue::commit(Time at, int32_t priority, uint32_t slot) {
-  Slot& s = slot_at(slot);
+  Node& s = nodes_[slot];
   if (priority < kMinPriority || priority > kMaxPriority) {
-    s.fn.reset();
-    free_slots_.push_back(slot);
+    callback_at(slot).reset();
+    free_slot(slot);
     throw std::logic_error("event priority out of range");
   }
-  s.live = true;
+  s.state |= 1U;
   const uint64_t biased = static_cast<uint64_t>(priority - kMinPriority);
   s.time = static_cast<uint64_t>(at.ps()) ^ kTimeBias;
   s.order = (biased << 48) | next_seq_++;
@@ -80,40 +78,49 @@ EventHandle EventQueue::commit(Time at, int32_t priority, uint32_t slot) {
     heap_.push_back(Key{s.time, s.order, slot});
     sift_up(heap_.size() - 1);
   }
-  return EventHandle{slot, s.generation};
+  return EventHandle{slot, s.state >> 1};
+}
+
+// First non-empty bucket at or after position p (no wrap-around), or kNone.
+inline uint32_t EventQueue::find_bucket_from(uint32_t p) const {
+  const uint32_t w = p >> 6;
+  const uint64_t bits = bucket_words_[w] & (~0ULL << (p & 63));
+  if (bits) return (w << 6) | static_cast<uint32_t>(__builtin_ctzll(bits));
+  const uint32_t m = w >> 6;
+  const uint64_t mids = (w & 63) == 63 ? 0 : bucket_mid_[m] & (~0ULL << ((w & 63) + 1));
+  if (mids) {
+    const uint32_t w2 = (m << 6) | static_cast<uint32_t>(__builtin_ctzll(mids));
+    return (w2 << 6) | static_cast<uint32_t>(__builtin_ctzll(bucket_words_[w2]));
+  }
+  const uint64_t tops = m == 63 ? 0 : bucket_summary_ & (~0ULL << (m + 1));
+  if (tops) {
+    const uint32_t m2 = static_cast<uint32_t>(__builtin_ctzll(tops));
+    const uint32_t w2 = (m2 << 6) | static_cast<uint32_t>(__builtin_ctzll(bucket_mid_[m2]));
+    return (w2 << 6) | static_cast<uint32_t>(__builtin_ctzll(bucket_words_[w2]));
+  }
+  return kNone;
 }
 
 inline uint32_t EventQueue::first_bucket() const {
   if (bucket_summary_ == 0) return kNone;
-  const uint32_t p = static_cast<uint32_t>(cursor_ & (kBuckets - 1));
-  const uint32_t w = p >> 6;
-  // The cursor's word from the cursor on, then the later words, then (wrapping around: later
-  // in time) the earlier words and the cursor word's low bits.
-  uint64_t bits = bucket_words_[w] & (~0ULL << (p & 63));
-  if (bits) return (w << 6) | static_cast<uint32_t>(__builtin_ctzll(bits));
-  const uint64_t later = w == 63 ? 0 : bucket_summary_ & (~0ULL << (w + 1));
-  if (later) {
-    const uint32_t w2 = static_cast<uint32_t>(__builtin_ctzll(later));
-    return (w2 << 6) | static_cast<uint32_t>(__builtin_ctzll(bucket_words_[w2]));
-  }
-  const uint64_t earlier = bucket_summary_ & ((1ULL << w) - 1);
-  if (earlier) {
-    const uint32_t w2 = static_cast<uint32_t>(__builtin_ctzll(earlier));
-    return (w2 << 6) | static_cast<uint32_t>(__builtin_ctzll(bucket_words_[w2]));
-  }
-  bits = bucket_words_[w];  // only the low bits remain
-  return (w << 6) | static_cast<uint32_t>(__builtin_ctzll(bits));
+  const uint32_t b = find_bucket_from(static_cast<uint32_t>(cursor_ & (kBuckets - 1)));
+  // Nothing from the cursor on: the earliest entry wrapped around (it is later in time).
+  return b != kNone ? b : find_bucket_from(0);
 }
 
 inline void EventQueue::bucket_pop(uint32_t bucket) {
-  const uint32_t head = bucket_head_[bucket];
-  const uint32_t next = slot_at(head).next;
-  bucket_head_[bucket] = next;
+  Bucket& b = buckets_[bucket];
+  const uint32_t next = nodes_[b.head].next;
+  b.head = next;
   if (next == kNone) {
-    bucket_tail_[bucket] = kNone;
+    b.tail = kNone;
     uint64_t& word = bucket_words_[bucket >> 6];
     word &= ~(1ULL << (bucket & 63));
-    if (word == 0) bucket_summary_ &= ~(1ULL << (bucket >> 6));
+    if (word == 0) {
+      uint64_t& mid = bucket_mid_[bucket >> 12];
+      mid &= ~(1ULL << ((bucket >> 6) & 63));
+      if (mid == 0) bucket_summary_ &= ~(1ULL << (bucket >> 12));
+    }
   }
 }
 
@@ -121,22 +128,22 @@ inline uint32_t EventQueue::calendar_front() {
   for (;;) {
     const uint32_t bucket = first_bucket();
     if (bucket == kNone) return kNone;
-    const uint32_t head = bucket_head_[bucket];
-    if (slot_at(head).live) return head;
+    const uint32_t head = buckets_[bucket].head;
+    if (nodes_[head].live()) return head;
     bucket_pop(bucket);  // cancelled: its slot is recycled now
     free_slot(head);
   }
 }
 
 inline uint32_t EventQueue::take_front(uint64_t limit_biased) {
-  drop_cancelled_top();
+  if (!heap_.empty() && !nodes_[heap_.front().slot].live()) drop_cancelled_top();
   const uint32_t c = calendar_front();
   bool from_heap;
   if (c == kNone) {
     if (heap_.empty()) return kNone;
     from_heap = true;
   } else {
-    const Slot& s = slot_at(c);
+    const Node& s = nodes_[c];
     from_heap = !heap_.empty() && key_before(heap_.front().time, heap_.front().order, s.time, s.order);
   }
   uint32_t slot;
@@ -148,7 +155,7 @@ inline uint32_t EventQueue::take_front(uint64_t limit_biased) {
     pop_top();
   } else {
     slot = c;
-    time = slot_at(c).time;
+    time = nodes_[c].time;
     if (time > limit_biased) return kNone;
     bucket_pop(static_cast<uint32_t>((time >> kBucketBits) & (kBuckets - 1)));
   }
@@ -159,28 +166,22 @@ inline uint32_t EventQueue::take_front(uint64_t limit_biased) {
 }
 
 bool EventQueue::pending(EventHandle h) const {
-  if (!h.valid() || h.slot >= slot_count_) return false;
-  const Slot& s = slot_at(h.slot);
-  return s.generation == h.generation && s.live;
+  if (!h.valid() || h.slot >= nodes_.size()) return false;
+  const Node& s = nodes_[h.slot];
+  return s.state == ((h.generation << 1) | 1U);
 }
 
 bool EventQueue::cancel(EventHandle h) {
   if (!pending(h)) return false;
-  Slot& s = slot_at(h.slot);
-  s.live = false;
-  s.fn.reset();
+  nodes_[h.slot].state &= ~1U;
+  callback_at(h.slot).reset();
   --live_;
   // The key stays until it reaches the front of its structure; its slot is recycled then.
   return true;
 }
 
-void EventQueue::free_slot(uint32_t slot) {
-  ++slot_at(slot).generation;
-  free_slots_.push_back(slot);
-}
-
 void EventQueue::drop_cancelled_top() {
-  while (!heap_.empty() && !slot_at(heap_.front().slot).live) {
+  while (!heap_.empty() && !nodes_[heap_.front().slot].live()) {
     free_slot(heap_.front().slot);
     pop_top();
   }
@@ -190,7 +191,7 @@ Time EventQueue::next_time() {
   drop_cancelled_top();
   const uint32_t c = calendar_front();
   if (c == kNone && heap_.empty()) throw std::logic_error("EventQueue::next_time on an empty queue");
-  uint64_t t = c == kNone ? heap_.front().time : slot_at(c).time;
+  uint64_t t = c == kNone ? heap_.front().time : nodes_[c].time;
   if (c != kNone && !heap_.empty() && heap_.front().time < t) t = heap_.front().time;
   return Time::from_ps(static_cast<int64_t>(t ^ kTimeBias));
 }
@@ -198,8 +199,7 @@ Time EventQueue::next_time() {
 Callback EventQueue::pop(Time& at) {
   uint32_t slot;
   if (!pop_due(Time::max(), at, slot)) throw std::logic_error("EventQueue::pop on an empty queue");
-  Slot& s = slot_at(slot);
-  Callback fn = std::move(s.fn);
+  Callback fn = std::move(callback_at(slot));
   free_slot(slot);
   return fn;
 }
@@ -207,8 +207,8 @@ Callback EventQueue::pop(Time& at) {
 bool EventQueue::pop_due(Time limit, Time& at, uint32_t& slot) {
   const uint32_t s = take_front(static_cast<uint64_t>(limit.ps()) ^ kTimeBias);
   if (s == kNone) return false;
-  Slot& e = slot_at(s);
-  e.live = false;  // no longer cancellable: it is running
+  Node& e = nodes_[s];
+  e.state &= ~1U;  // no longer cancellable: it is running
   --live_;
   at = Time::from_ps(static_cast<int64_t>(e.time ^ kTimeBias));
   slot = s;
@@ -216,10 +216,13 @@ bool EventQueue::pop_due(Time limit, Time& at, uint32_t& slot) {
 }
 
 void EventQueue::run_and_release(uint32_t slot) {
-  Slot& s = slot_at(slot);
-  s.fn();
-  s.fn.reset();
-  free_slot(slot);
+  // The slot is recycled even if the callback throws (the error ends the run anyway).
+  struct Release {
+    EventQueue& q;
+    uint32_t slot;
+    ~Release() { q.free_slot(slot); }
+  } release{*this, slot};
+  callback_at(slot).consume();
 }
 
 // Floyd's bottom-up removal: the hole left by the top sinks along the smallest children to a

@@ -37,7 +37,7 @@ class EventQueue {
   template <typename F>
   EventHandle push(Time at, int32_t priority, F&& fn) {
     const uint32_t slot = acquire_slot();
-    slot_at(slot).fn.emplace(std::forward<F>(fn));
+    callback_at(slot).emplace(std::forward<F>(fn));
     return commit(at, priority, slot);
   }
   // Returns true if the event was pending and is now cancelled.
@@ -53,7 +53,7 @@ class EventQueue {
 
   // The event loop's fast path: if the earliest live event is due at or before `limit`,
   // removes it from the queue and returns true with its time and slot. The caller then runs it
-  // in place with run_and_release(slot); slots live in fixed chunks, so events scheduled by
+  // in place with run_and_release(slot); callbacks live in fixed chunks, so events scheduled by
   // the running callback never move it.
   bool pop_due(Time limit, Time& at, uint32_t& slot);
   void run_and_release(uint32_t slot);
@@ -72,23 +72,34 @@ class EventQueue {
     uint32_t slot;
     bool before(const Key& o) const { return key_before(time, order, o.time, o.order); }
   };
-  struct Slot {
-    Callback fn;
+  // The ordering state of one slot, apart from its callback: walking a bucket touches only
+  // these 24-byte nodes.
+  struct Node {
     uint64_t time = 0;  // biased, as in Key
     uint64_t order = 0;
-    uint32_t next = kNone;  // next entry of its calendar bucket
-    uint32_t generation = 0;
-    bool live = false;
+    uint32_t next = kNone;  // next entry of its calendar bucket, or of the free list
+    uint32_t state = 0;     // generation << 1 | live
+    bool live() const { return (state & 1U) != 0; }
   };
 
-  // 4096 buckets of 256 ps: a 1.05 us window, a two-level bitmap of 64 x 64 bits.
-  static constexpr uint32_t kBucketBits = 8;
-  static constexpr uint32_t kBuckets = 4096;
+  // 65536 buckets of 16 ps: a 1.05 us window. Narrow buckets keep most insertions at an empty
+  // bucket or its tail (events a few ns apart are scheduled in nearly any order).
+  static constexpr uint32_t kBucketBits = 4;
+  static constexpr uint32_t kBuckets = 65536;
   static constexpr uint32_t kMaxWalk = 8;  // longer in-bucket walks go to the heap instead
 
-  uint32_t acquire_slot();
+  uint32_t acquire_slot() {
+    if (free_head_ != kNone) {
+      const uint32_t slot = free_head_;
+      free_head_ = nodes_[slot].next;
+      return slot;
+    }
+    return grow_slots();
+  }
+  uint32_t grow_slots();
   EventHandle commit(Time at, int32_t priority, uint32_t slot);
   [[gnu::always_inline]] inline bool bucket_insert(uint32_t bucket, uint32_t slot);
+  [[gnu::always_inline]] inline uint32_t find_bucket_from(uint32_t p) const;
   [[gnu::always_inline]] inline uint32_t first_bucket() const;  // first non-empty bucket from the cursor, or kNone
   [[gnu::always_inline]] inline uint32_t calendar_front();      // earliest live slot in the calendar (drops cancelled), or kNone
   [[gnu::always_inline]] inline void bucket_pop(uint32_t bucket);
@@ -98,24 +109,34 @@ class EventQueue {
   void sift_up(size_t i);
   void pop_top();
   void drop_cancelled_top();
-  void free_slot(uint32_t slot);
+  void free_slot(uint32_t slot) {
+    Node& n = nodes_[slot];
+    n.state = (n.state | 1U) + 1U;  // next generation, not live
+    n.next = free_head_;
+    free_head_ = slot;
+  }
 
   static constexpr uint32_t kChunkBits = 12;
   static constexpr uint32_t kChunkSize = 1u << kChunkBits;
-  Slot& slot_at(uint32_t i) { return chunks_[i >> kChunkBits][i & (kChunkSize - 1)]; }
-  const Slot& slot_at(uint32_t i) const { return chunks_[i >> kChunkBits][i & (kChunkSize - 1)]; }
+  Callback& callback_at(uint32_t i) { return chunks_[i >> kChunkBits][i & (kChunkSize - 1)]; }
 
   std::vector<Key> heap_;
-  std::vector<uint32_t> bucket_head_;
-  std::vector<uint32_t> bucket_tail_;
+  std::vector<Node> nodes_;
+  struct Bucket {  // head and tail share a cache line
+    uint32_t head = kNone;
+    uint32_t tail = kNone;
+  };
+  std::vector<Bucket> buckets_;
+  // A three-level bitmap of non-empty buckets: bit b of words_, bit w of mid_ (word w of
+  // words_ is not zero), bit m of summary_ (word m of mid_ is not zero).
   uint64_t bucket_words_[kBuckets / 64] = {};
-  uint64_t bucket_summary_ = 0;  // bit w: bucket_words_[w] is not zero
+  uint64_t bucket_mid_[kBuckets / 4096] = {};
+  uint64_t bucket_summary_ = 0;
   // Absolute bucket number (biased time >> kBucketBits) of the last event taken; every
   // calendar entry lies in [cursor_, cursor_ + kBuckets), so bucket order is time order.
   uint64_t cursor_;
-  std::vector<std::unique_ptr<Slot[]>> chunks_;
-  uint32_t slot_count_ = 0;
-  std::vector<uint32_t> free_slots_;
+  std::vector<std::unique_ptr<Callback[]>> chunks_;
+  uint32_t free_head_ = kNone;
   uint64_t next_seq_ = 0;
   size_t live_ = 0;
 };
