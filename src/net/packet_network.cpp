@@ -200,6 +200,19 @@ void PacketNetwork::pump(int gpu) {
     port.repump = false;
     bool popped[2] = {false, false};
     for (;;) {
+      if (egress(gpu, 0).empty() && egress(gpu, 1).empty()) break;
+      // With every link of the GPU busy nothing can leave before the first one frees: one look
+      // at the links instead of a scan per class (the common case under load).
+      {
+        const Time now = sim_.now();
+        const Uplink* up = &uplinks_[static_cast<size_t>(gpu) * s_];
+        Time link_free = Time::max();
+        for (uint32_t plane = 0; plane < s_; ++plane) link_free = min(link_free, up[plane].busy_until);
+        if (link_free > now) {
+          wake = min(wake, link_free);
+          break;
+        }
+      }
       bool sent = false;
       for (int tc = 1; tc >= 0; --tc) {  // responses first: they are small and unblock senders
         Queue& q = egress(gpu, tc);
