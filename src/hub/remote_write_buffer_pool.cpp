@@ -28,10 +28,44 @@ RemoteWriteBufferPool::RemoteWriteBufferPool(const RpmConfig& config, uint32_t p
   }
   granules_ = cfg_.entry_bytes / cfg_.mask_granule_bytes;
   full_mask_ = granules_ == 64 ? ~uint64_t{0} : (uint64_t{1} << granules_) - 1;
+  const size_t index_size = std::bit_ceil(static_cast<size_t>(cfg_.entries_per_peer) * 2);
   for (Partition& p : parts_) {
+    p.index.assign(index_size, 0);
     p.slots.resize(cfg_.entries_per_peer);
     for (uint32_t s = cfg_.entries_per_peer; s-- > 0;) p.free.push_back(s);
   }
+}
+
+uint32_t RemoteWriteBufferPool::find(const Partition& p, const Key& key) const {
+  const size_t mask = p.index.size() - 1;
+  for (size_t i = KeyHash{}(key) & mask;; i = (i + 1) & mask) {
+    const uint32_t v = p.index[i];
+    if (v == 0) return kNoSlot;
+    if (p.slots[v - 1].key == key) return v - 1;
+  }
+}
+
+void RemoteWriteBufferPool::index_insert(Partition& p, const Key& key, uint32_t slot) {
+  const size_t mask = p.index.size() - 1;
+  size_t i = KeyHash{}(key) & mask;
+  while (p.index[i] != 0) i = (i + 1) & mask;
+  p.index[i] = slot + 1;
+}
+
+// Backward-shift deletion keeps every probe sequence unbroken without tombstones.
+void RemoteWriteBufferPool::index_erase(Partition& p, const Key& key) {
+  const size_t mask = p.index.size() - 1;
+  size_t i = KeyHash{}(key) & mask;
+  while (p.slots[p.index[i] - 1].key != key) i = (i + 1) & mask;
+  for (size_t j = (i + 1) & mask; p.index[j] != 0; j = (j + 1) & mask) {
+    const size_t home = KeyHash{}(p.slots[p.index[j] - 1].key) & mask;
+    // Entry j may move into the hole at i if its home is not in the cyclic range (i, j].
+    const bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+    if (stays) continue;
+    p.index[i] = p.index[j];
+    i = j;
+  }
+  p.index[i] = 0;
 }
 
 RemoteWriteBufferPool::Order RemoteWriteBufferPool::order_of(const Entry& e, uint32_t slot) const {
@@ -69,7 +103,7 @@ bool RemoteWriteBufferPool::try_insert(uint32_t peer, const RemoteStore& s, Time
     const uint64_t mask = (count == 64 ? ~uint64_t{0} : ((uint64_t{1} << count) - 1)) << first;
     Key key = s.rowsp ? Key{true, s.nop, s.malloc_id.bits(), s.row_id, line}
                       : Key{false, s.nop, 0, line * cfg_.entry_bytes, 0};
-    if (!p.index.count(key)) ++new_entries;
+    if (find(p, key) == kNoSlot) ++new_entries;
     pieces.push_back(Piece{key, mask});
     at = line_end;
   }
@@ -77,16 +111,15 @@ bool RemoteWriteBufferPool::try_insert(uint32_t peer, const RemoteStore& s, Time
 
   ++stores_;
   for (const Piece& piece : pieces) {
-    uint32_t slot;
-    if (auto it = p.index.find(piece.key); it != p.index.end()) {
-      slot = it->second;
+    uint32_t slot = find(p, piece.key);
+    if (slot != kNoSlot) {
       ++merges_;
     } else {
       slot = p.free.back();
       p.free.pop_back();
       Entry& e = p.slots[slot];
       e = Entry{piece.key, 0, 0, now, next_seq_++, true, false};
-      p.index.emplace(piece.key, slot);
+      index_insert(p, piece.key, slot);
       p.partial_by_age.emplace_back(e.seq, slot);
     }
     Entry& e = p.slots[slot];
@@ -155,7 +188,7 @@ void RemoteWriteBufferPool::take(uint32_t peer, const Pick& pick) {
     if (it == p.ready.end() || *it != o) throw std::logic_error("RPM: ready entry missing from the send order");
     p.ready.erase(it);
   }
-  p.index.erase(e.key);
+  index_erase(p, e.key);
   e.live = false;
   p.free.push_back(pick.slot);
 }

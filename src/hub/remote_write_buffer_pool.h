@@ -11,7 +11,6 @@
 #include <optional>
 #include <set>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "hub/hub_config.h"
@@ -85,12 +84,18 @@ class RemoteWriteBufferPool {
   struct Partition {
     std::vector<Entry> slots;
     std::vector<uint32_t> free;
-    std::unordered_map<Key, uint32_t, KeyHash> index;
+    // Open addressing with linear probing over slot + 1 (0: empty), at most half full: a
+    // store costs no allocation, unlike a node-based map.
+    std::vector<uint32_t> index;
     // Sorted; at most entries_per_peer long, so a flat vector beats a node-based set.
     std::vector<Order> ready;
     std::deque<std::pair<uint64_t, uint32_t>> partial_by_age;  // (seq, slot), oldest first
   };
 
+  static constexpr uint32_t kNoSlot = UINT32_MAX;
+  uint32_t find(const Partition& p, const Key& key) const;
+  void index_insert(Partition& p, const Key& key, uint32_t slot);
+  void index_erase(Partition& p, const Key& key);
   Order order_of(const Entry& e, uint32_t slot) const;
   void make_ready(Partition& p, uint32_t slot);
   void drop_stale_partials(Partition& p);
