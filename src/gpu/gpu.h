@@ -76,6 +76,8 @@ class Gpu {
   // Bytes moved through the shared memory system, e.g. network writes arriving at this GPU;
   // `on_done` runs when they are written.
   void memory_write(uint64_t bytes, Callback on_done) { memory_.request(bytes, std::move(on_done)); }
+  // A write nobody waits for (data landing from the network): it takes its share of HBM.
+  void memory_write(uint64_t bytes) { memory_.consume(bytes); }
   void memory_read(uint64_t bytes, Callback on_done) { memory_.request(bytes, std::move(on_done)); }
   const SharedBandwidth& memory() const { return memory_; }
 

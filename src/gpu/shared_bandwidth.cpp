@@ -23,15 +23,43 @@ uint32_t SharedBandwidth::store(Callback done) {
   return static_cast<uint32_t>(callbacks_.size() - 1);
 }
 
+void SharedBandwidth::step_to(Time to, size_t n) {
+  const auto dt = static_cast<unsigned __int128>((to - updated_).ps());
+  virtual_ += static_cast<unsigned __int128>(capacity_.bytes_per_second()) * dt / n;
+  busy_ += to - updated_;
+  updated_ = to;
+}
+
+Time SharedBandwidth::departure(Time from, Picobytes v, Picobytes finish, size_t n) const {
+  // A request arriving at the very instant of a pending departure (an earlier event at the same
+  // time) advances virtual time up to or past the front's finish: it departs now.
+  const Picobytes remaining = finish > v ? finish - v : 0;
+  const auto rate = static_cast<unsigned __int128>(capacity_.bytes_per_second());
+  return from + Time::from_ps(static_cast<int64_t>((remaining * n + rate - 1) / rate));
+}
+
 void SharedBandwidth::advance() {
   const Time now = sim_.now();
   if (now == updated_) return;
-  const auto dt = static_cast<unsigned __int128>((now - updated_).ps());
-  if (!heap_.empty()) {
-    virtual_ += static_cast<unsigned __int128>(capacity_.bytes_per_second()) * dt / heap_.size();
-    busy_ += now - updated_;
+  // Unwatched requests that finished since the last update leave at the times their departure
+  // events would have had: the service is stepped to each of those instants in turn.
+  while (unwatched_head_ < unwatched_.size()) {
+    const size_t n = heap_.size() + unwatched_.size() - unwatched_head_;
+    const Time at = departure(updated_, virtual_, unwatched_[unwatched_head_], n);
+    if (at > now) break;
+    step_to(at, n);
+    while (unwatched_head_ < unwatched_.size() && unwatched_[unwatched_head_] <= virtual_) ++unwatched_head_;
   }
-  updated_ = now;
+  if (unwatched_head_ == unwatched_.size()) {
+    unwatched_.clear();
+    unwatched_head_ = 0;
+  }
+  const size_t n = heap_.size() + unwatched_.size() - unwatched_head_;
+  if (n > 0) {
+    step_to(now, n);
+  } else {
+    updated_ = now;
+  }
 }
 
 void SharedBandwidth::request(uint64_t bytes, Callback done) {
@@ -48,18 +76,46 @@ void SharedBandwidth::request(uint64_t bytes, Callback done) {
   reschedule();
 }
 
+void SharedBandwidth::consume(uint64_t bytes) {
+  advance();
+  ++requests_;
+  bytes_ += bytes;
+  if (bytes == 0) return;
+  const Picobytes finish = virtual_ + static_cast<Picobytes>(bytes) * kPicobytesPerByte;
+  // Equal sizes arrive in finish order: the insertion is an append in the common case.
+  unwatched_.insert(std::upper_bound(unwatched_.begin() + static_cast<std::ptrdiff_t>(unwatched_head_), unwatched_.end(), finish),
+                    finish);
+  reschedule();
+}
+
+// The departure event serves the first watched request. Unwatched ones that finish before it
+// are stepped through as advance() will step through them, so the event lands at the instant
+// the old one-event-per-departure schedule would have reached.
 void SharedBandwidth::reschedule() {
   if (next_.valid()) sim_.cancel(next_);
   next_ = EventHandle{};
   if (heap_.empty()) return;
-  // A request arriving at the very instant of a pending departure (an earlier event at the same
-  // time) advances virtual time up to or past the front's finish: it departs now.
-  const Picobytes front = heap_.front().finish;
-  const Picobytes remaining = front > virtual_ ? front - virtual_ : 0;
-  const auto n = static_cast<unsigned __int128>(heap_.size());
-  const auto rate = static_cast<unsigned __int128>(capacity_.bytes_per_second());
-  const Picobytes dt = (remaining * n + rate - 1) / rate;
-  next_ = sim_.schedule_in(Time::from_ps(static_cast<int64_t>(dt)), [this] { on_departure(); });
+  const Picobytes watched = heap_.front().finish;
+  Time t = updated_;
+  Picobytes v = virtual_;
+  size_t n = heap_.size() + unwatched_.size() - unwatched_head_;
+  size_t i = unwatched_head_;
+  for (;;) {
+    const Picobytes next = i < unwatched_.size() ? std::min(watched, unwatched_[i]) : watched;
+    const Time at = departure(t, v, next, n);
+    const auto dt = static_cast<unsigned __int128>((at - t).ps());
+    const Picobytes v_at = v + static_cast<unsigned __int128>(capacity_.bytes_per_second()) * dt / n;
+    if (watched <= v_at) {
+      next_ = sim_.schedule_at(at, [this] { on_departure(); });
+      return;
+    }
+    while (i < unwatched_.size() && unwatched_[i] <= v_at) {
+      ++i;
+      --n;
+    }
+    t = at;
+    v = v_at;
+  }
 }
 
 void SharedBandwidth::on_departure() {
@@ -75,6 +131,7 @@ void SharedBandwidth::on_departure() {
     ready_.push_back(std::move(callbacks_[slot]));
     free_slots_.push_back(slot);
   }
+  while (unwatched_head_ < unwatched_.size() && unwatched_[unwatched_head_] <= virtual_) ++unwatched_head_;
   reschedule();
   std::vector<Callback> run;
   run.swap(ready_);
@@ -84,7 +141,23 @@ void SharedBandwidth::on_departure() {
 }
 
 Time SharedBandwidth::busy_time() const {
-  return heap_.empty() ? busy_ : busy_ + (sim_.now() - updated_);
+  if (!heap_.empty()) return busy_ + (sim_.now() - updated_);
+  // Only unwatched requests, if any: busy until the last of them departs, or until now.
+  Time t = updated_;
+  Picobytes v = virtual_;
+  size_t n = unwatched_.size() - unwatched_head_;
+  for (size_t i = unwatched_head_; i < unwatched_.size();) {
+    const Time at = departure(t, v, unwatched_[i], n);
+    if (at >= sim_.now()) return busy_ + (sim_.now() - updated_);
+    const auto dt = static_cast<unsigned __int128>((at - t).ps());
+    v += static_cast<unsigned __int128>(capacity_.bytes_per_second()) * dt / n;
+    while (i < unwatched_.size() && unwatched_[i] <= v) {
+      ++i;
+      --n;
+    }
+    t = at;
+  }
+  return busy_ + (t - updated_);
 }
 
 nlohmann::json SharedBandwidth::stats() const {

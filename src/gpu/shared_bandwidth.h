@@ -27,9 +27,12 @@ class SharedBandwidth {
   // Moves `bytes` through the shared resource; `done` runs when the last byte is served.
   // Zero bytes complete at once (still through an event, never re-entrantly).
   void request(uint64_t bytes, Callback done);
+  // The same traffic with nobody waiting for it (a write landing from the network). Its
+  // departure changes everyone's share at the same instant as a request's would, but it is
+  // accounted when time next advances rather than by an event of its own.
+  void consume(uint64_t bytes);
 
   Bandwidth capacity() const { return capacity_; }
-  size_t active() const { return heap_.size(); }
   uint64_t bytes_served() const { return bytes_; }
   Time busy_time() const;  // time with at least one active request, up to now
   nlohmann::json stats() const;
@@ -43,7 +46,12 @@ class SharedBandwidth {
     bool after(const Pending& o) const { return finish != o.finish ? finish > o.finish : seq > o.seq; }
   };
 
-  void advance();  // brings virtual time up to sim.now()
+  // One step of the service: from updated_ to `to` with n active requests.
+  void step_to(Time to, size_t n);
+  // The time at which the request with virtual finish `finish` departs if nothing arrives,
+  // from time `from`, virtual time `v` and n active requests.
+  Time departure(Time from, Picobytes v, Picobytes finish, size_t n) const;
+  void advance();  // brings virtual time up to sim.now(), retiring unwatched requests on the way
   void reschedule();
   void on_departure();
   uint32_t store(Callback done);
@@ -51,6 +59,9 @@ class SharedBandwidth {
   Simulator& sim_;
   Bandwidth capacity_;
   std::vector<Pending> heap_;  // min-heap on (finish, seq)
+  // Virtual finish times of consume() requests, ascending; [unwatched_head_, end) are active.
+  std::vector<Picobytes> unwatched_;
+  size_t unwatched_head_ = 0;
   std::vector<Callback> callbacks_;
   std::vector<uint32_t> free_slots_;
   Picobytes virtual_ = 0;

@@ -88,5 +88,67 @@ TEST(SharedBandwidth, CallbackMayIssueTheNextRequest) {
   EXPECT_EQ(end.ps(), 300000);
 }
 
+TEST(SharedBandwidth, UnwatchedTrafficTakesItsShareWithoutAnEvent) {
+  Simulator sim;
+  SharedBandwidth mem(sim, Bandwidth::bytes_per_second(kRate));
+  Time a;
+  mem.request(1000, [&] { a = sim.now(); });
+  mem.consume(200);  // shares equally: 200 B each by 400 ns, then A alone for its last 800 B
+  const uint64_t events = sim.run();
+  EXPECT_EQ(a.ps(), 1200000);
+  EXPECT_EQ(events, 1u);  // A's departure only
+  EXPECT_EQ(mem.bytes_served(), 1200u);
+  EXPECT_EQ(mem.busy_time().ps(), 1200000);
+}
+
+TEST(SharedBandwidth, UnwatchedAloneIsBusyUntilItDeparts) {
+  Simulator sim;
+  SharedBandwidth mem(sim, Bandwidth::bytes_per_second(kRate));
+  mem.consume(300);
+  mem.consume(100);  // 100 B each by 200 ns; the first alone for 200 more
+  sim.schedule_at(Time::from_ns(150), [&] { EXPECT_EQ(mem.busy_time().ps(), 150000); });
+  sim.schedule_at(Time::from_ns(1000), [] {});
+  sim.run();
+  EXPECT_EQ(mem.busy_time().ps(), 400000);
+}
+
+// The lazy departures land where a request with a callback that does nothing would: random
+// mixes of watched and unwatched traffic give the same completion times either way.
+TEST(SharedBandwidth, UnwatchedDeparturesMatchEventDrivenOnes) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    std::vector<int64_t> times[2];
+    int64_t busy[2] = {0, 0};
+    for (int lazy = 0; lazy < 2; ++lazy) {
+      Simulator sim;
+      SharedBandwidth mem(sim, Bandwidth::bytes_per_second(3350000000000ULL));
+      uint64_t x = seed * 0x9E3779B97F4A7C15ULL;
+      auto next = [&x] {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        return x;
+      };
+      for (int i = 0; i < 300; ++i) {
+        const Time at = Time::from_ps(static_cast<int64_t>(next() % 200000));
+        const bool watched = next() % 4 == 0;
+        const uint64_t bytes = watched ? 1 + next() % 65536 : 128;
+        sim.schedule_at(at, [&, watched, bytes, lazy] {
+          if (watched) {
+            mem.request(bytes, [&] { times[lazy].push_back(sim.now().ps()); });
+          } else if (lazy) {
+            mem.consume(bytes);
+          } else {
+            mem.request(bytes, [] {});
+          }
+        });
+      }
+      sim.run();
+      busy[lazy] = mem.busy_time().ps();
+    }
+    EXPECT_EQ(times[0], times[1]) << "seed " << seed;
+    EXPECT_EQ(busy[0], busy[1]) << "seed " << seed;
+  }
+}
+
 }  // namespace
 }  // namespace moehub::gpu
