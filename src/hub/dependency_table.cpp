@@ -8,10 +8,8 @@
 
 namespace moehub {
 
-namespace {
-
 // Bytes of [lo, hi) that fall in the counted prefix of their row.
-uint64_t counted(const DependencyEntry& e, uint64_t lo, uint64_t hi) {
+uint64_t DependencyTable::counted(const DependencyEntry& e, uint64_t lo, uint64_t hi) {
   if (e.row_stride == 0 || e.counted_per_row >= e.row_stride) return hi - lo;
   uint64_t n = 0;
   for (uint64_t at = lo; at < hi;) {
@@ -22,8 +20,6 @@ uint64_t counted(const DependencyEntry& e, uint64_t lo, uint64_t hi) {
   }
   return n;
 }
-
-}  // namespace
 
 void DependencyTable::add(const DependencyEntry& e) {
   if (e.end <= e.begin) throw std::logic_error("DependencyTable: empty address range");
@@ -56,19 +52,6 @@ uint32_t DependencyTable::add_tiling(const ConsumerTiling& t) {
 void DependencyTable::clear() {
   entries_.clear();
   longest_ = 0;
-}
-
-void DependencyTable::for_each_overlap(uint64_t address, uint64_t bytes,
-                                       const std::function<void(const DependencyEntry&, uint64_t)>& visit) const {
-  const uint64_t end = address + bytes;
-  const uint64_t from = address > longest_ ? address - longest_ : 0;
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), from,
-                             [](const DependencyEntry& x, uint64_t b) { return x.begin < b; });
-  for (; it != entries_.end() && it->begin < end; ++it) {
-    const uint64_t lo = std::max(address, it->begin);
-    const uint64_t hi = std::min(end, it->end);
-    if (lo < hi) visit(*it, counted(*it, lo, hi));
-  }
 }
 
 }  // namespace moehub

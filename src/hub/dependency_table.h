@@ -5,7 +5,7 @@
 // group must see acknowledged before it may run.
 
 #include <cstdint>
-#include <functional>
+#include <algorithm>
 #include <vector>
 
 namespace moehub {
@@ -44,13 +44,27 @@ class DependencyTable {
 
   // Calls `visit(entry, counted bytes)` for every entry overlapping [address, address+bytes);
   // counted bytes are the overlap less any bytes outside the counted part of a row.
-  void for_each_overlap(uint64_t address, uint64_t bytes,
-                        const std::function<void(const DependencyEntry&, uint64_t)>& visit) const;
+  // A template rather than std::function: it runs once per acknowledged packet.
+  template <typename Visit>
+  void for_each_overlap(uint64_t address, uint64_t bytes, Visit&& visit) const {
+    const uint64_t end = address + bytes;
+    const uint64_t from = address > longest_ ? address - longest_ : 0;
+    auto it = std::lower_bound(entries_.begin(), entries_.end(), from,
+                               [](const DependencyEntry& x, uint64_t b) { return x.begin < b; });
+    for (; it != entries_.end() && it->begin < end; ++it) {
+      const uint64_t lo = std::max(address, it->begin);
+      const uint64_t hi = std::min(end, it->end);
+      if (lo < hi) visit(*it, counted(*it, lo, hi));
+    }
+  }
 
   const std::vector<DependencyEntry>& entries() const { return entries_; }
   uint32_t capacity() const { return capacity_; }
 
  private:
+  // Bytes of [lo, hi) that fall in the counted prefix of their row.
+  static uint64_t counted(const DependencyEntry& e, uint64_t lo, uint64_t hi);
+
   uint32_t capacity_;
   std::vector<DependencyEntry> entries_;  // sorted by begin
   uint64_t longest_ = 0;                  // longest range: bounds the search window

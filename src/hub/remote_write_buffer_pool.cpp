@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <fmt/format.h>
+#include <functional>
 #include <stdexcept>
 
 #include "sim/error.h"
@@ -79,7 +80,7 @@ void RemoteWriteBufferPool::make_ready(Partition& p, uint32_t slot) {
   if (e.ready) return;
   e.ready = true;
   const Order o = order_of(e, slot);
-  p.ready.insert(std::lower_bound(p.ready.begin(), p.ready.end(), o), o);
+  p.ready.insert(std::lower_bound(p.ready.begin(), p.ready.end(), o, std::greater<>()), o);
 }
 
 bool RemoteWriteBufferPool::try_insert(uint32_t peer, const RemoteStore& s, Time now) {
@@ -151,7 +152,7 @@ std::optional<RemoteWriteBufferPool::Pick> RemoteWriteBufferPool::candidate(uint
   Partition& p = parts_[peer];
   if (const auto due = next_deadline(peer); due && *due <= now) return Pick{p.partial_by_age.front().second, true};
   if (p.ready.empty()) return std::nullopt;
-  return Pick{std::get<4>(p.ready.front()), false};
+  return Pick{std::get<4>(p.ready.back()), false};
 }
 
 HubPacket RemoteWriteBufferPool::packet(uint32_t peer, const Pick& pick) const {
@@ -183,10 +184,14 @@ void RemoteWriteBufferPool::take(uint32_t peer, const Pick& pick) {
   Entry& e = p.slots[pick.slot];
   if (!e.live) throw std::logic_error("RPM: take of a free entry");
   if (e.ready) {
-    const Order o = order_of(e, pick.slot);
-    const auto it = std::lower_bound(p.ready.begin(), p.ready.end(), o);
-    if (it == p.ready.end() || *it != o) throw std::logic_error("RPM: ready entry missing from the send order");
-    p.ready.erase(it);
+    if (!p.ready.empty() && std::get<4>(p.ready.back()) == pick.slot) {
+      p.ready.pop_back();  // the usual case: the scheduler took the entry candidate() named
+    } else {
+      const Order o = order_of(e, pick.slot);
+      const auto it = std::lower_bound(p.ready.begin(), p.ready.end(), o, std::greater<>());
+      if (it == p.ready.end() || *it != o) throw std::logic_error("RPM: ready entry missing from the send order");
+      p.ready.erase(it);
+    }
   }
   index_erase(p, e.key);
   e.live = false;

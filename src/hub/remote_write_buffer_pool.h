@@ -87,7 +87,8 @@ class RemoteWriteBufferPool {
     // Open addressing with linear probing over slot + 1 (0: empty), at most half full: a
     // store costs no allocation, unlike a node-based map.
     std::vector<uint32_t> index;
-    // Sorted; at most entries_per_peer long, so a flat vector beats a node-based set.
+    // Sorted descending (the next to send is at the back, so taking it is a pop); at most
+    // entries_per_peer long, so a flat vector beats a node-based set.
     std::vector<Order> ready;
     std::deque<std::pair<uint64_t, uint32_t>> partial_by_age;  // (seq, slot), oldest first
   };

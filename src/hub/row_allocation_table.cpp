@@ -1,5 +1,6 @@
 #include "hub/row_allocation_table.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace moehub {
@@ -59,13 +60,19 @@ uint32_t RowAllocationTable::bank_of(const RatKey& key) const {
 uint64_t RowAllocationTable::reserve_access(const RatKey& key, uint64_t earliest, uint64_t current) {
   if (current > earliest) throw std::logic_error("RowAllocationTable: access booked in the past");
   auto& use = bank_use_[bank_of(key)];
+  const auto at_or_after = [&use](uint64_t c) {
+    return std::lower_bound(use.begin(), use.end(), c, [](const auto& b, uint64_t x) { return b.first < x; });
+  };
   // Bookings in past cycles can no longer matter: requests arrive in time order.
-  use.erase(use.begin(), use.lower_bound(current));
+  use.erase(use.begin(), at_or_after(current));
   uint64_t cycle = earliest;
-  for (auto it = use.find(cycle); it != use.end() && it->first == cycle && it->second >= ports_; it = use.find(cycle)) {
-    ++cycle;
+  auto it = at_or_after(cycle);
+  for (; it != use.end() && it->first == cycle && it->second >= ports_; ++it) ++cycle;
+  if (it != use.end() && it->first == cycle) {
+    ++it->second;
+  } else {
+    use.insert(it, {cycle, 1});
   }
-  ++use[cycle];
   conflict_cycles_ += cycle - earliest;
   return cycle;
 }

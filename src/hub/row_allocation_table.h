@@ -9,7 +9,6 @@
 
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -69,7 +68,8 @@ class RowAllocationTable {
   std::unordered_map<RatKey, Mapping, RatKeyHash> map_;
   std::deque<FifoSlot> fifo_;
   uint64_t next_seq_ = 0;
-  std::vector<std::map<uint64_t, uint32_t>> bank_use_;  // per bank: cycle -> accesses booked
+  // Per bank: (cycle, accesses booked), ascending; only present and future cycles, a handful.
+  std::vector<std::vector<std::pair<uint64_t, uint32_t>>> bank_use_;
   uint64_t conflict_cycles_ = 0;
 };
 
