@@ -99,9 +99,10 @@ void AddressAllocationUnit::arrive(const RowspStore& w, PlacementCallback done) 
   }
   if (const auto local = rat_.lookup(key)) {
     ++hits_;
-    std::vector<Waiter> one;
-    one.push_back(Waiter{w.row_offset, std::move(done)});
-    complete(key, Placement{PlacementStatus::Placed, *local, 0, false}, looked_up, std::move(one));
+    const AptRegion* r = apt_.find(key.region);
+    answer_at(clock_.time_of(looked_up),
+              Placement{PlacementStatus::Placed, *local, r->base + *local * r->row_size + w.row_offset, false},
+              std::move(done));
     return;
   }
   ++misses_;
@@ -166,8 +167,25 @@ void AddressAllocationUnit::complete(const RatKey& key, const Placement& row, ui
   for (Waiter& w : waiters) {
     Placement p = row;
     if (p.status == PlacementStatus::Placed) p.address = region->base + p.local_row_id * region->row_size + w.row_offset;
-    sim_.schedule_at(at, [p, done = std::move(w.done)]() mutable { done(p); });
+    answer_at(at, p, std::move(w.done));
   }
+}
+
+void AddressAllocationUnit::answer_at(Time at, const Placement& p, PlacementCallback done) {
+  uint32_t id;
+  if (free_answers_.empty()) {
+    id = static_cast<uint32_t>(answers_.size());
+    answers_.push_back(Answer{p, std::move(done)});
+  } else {
+    id = free_answers_.back();
+    free_answers_.pop_back();
+    answers_[id] = Answer{p, std::move(done)};
+  }
+  sim_.schedule_at(at, [this, id] {
+    Answer a = std::move(answers_[id]);
+    free_answers_.push_back(id);
+    a.done(a.placement);
+  });
 }
 
 void AddressAllocationUnit::throw_if_failed() const {

@@ -88,6 +88,9 @@ class AddressAllocationUnit {
   // at cycle `ready_cycle` (+ APT cycles when allocating).
   void resolve_miss(const RatKey& key, uint64_t earliest_cycle, bool check_spill, std::vector<Waiter> waiters);
   void complete(const RatKey& key, const Placement& row, uint64_t at_cycle, std::vector<Waiter> waiters);
+  // Answers one waiter at `at` through a slab entry: the event then captures an index, not a
+  // placement and a callback (which would not fit a callback's inline storage).
+  void answer_at(Time at, const Placement& p, PlacementCallback done);
   void flush(uint32_t region);
 
   Simulator& sim_;
@@ -102,6 +105,12 @@ class AddressAllocationUnit {
   // Misses waiting for the spill-area read, with the packets of the same row that joined them.
   std::unordered_map<RatKey, std::vector<Waiter>, RatKeyHash> pending_;
   std::string first_failure_;
+  struct Answer {
+    Placement placement;
+    PlacementCallback done;
+  };
+  std::vector<Answer> answers_;
+  std::vector<uint32_t> free_answers_;
 
   uint64_t hits_ = 0, misses_ = 0, evictions_ = 0, restores_ = 0, overflows_ = 0;
   uint64_t spill_checks_ = 0, pending_joins_ = 0, rows_allocated_ = 0;

@@ -155,9 +155,13 @@ class HubFabric::Node final : public gpu::StorePort,
 
   void on_room(int) override {
     room_requested_ = false;
+    // Swapped into a kept scratch vector: waiters may queue themselves again while they run.
     std::vector<Callback> waiters;
+    waiters.swap(room_scratch_);
     waiters.swap(room_waiters_);
     for (Callback& w : waiters) w();
+    waiters.clear();
+    if (room_scratch_.empty()) room_scratch_.swap(waiters);
   }
 
   void on_ack(const Packet&) override { ++acks_; }
@@ -187,6 +191,13 @@ class HubFabric::Node final : public gpu::StorePort,
   struct Retry {
     uint64_t bytes;
     Callback retry;
+  };
+  struct Landing {  // an st.rowsp write between its arrival and its landed report
+    int src;
+    RowspStore write;
+    uint64_t mask;
+    bool whole;
+    Placement placement;
   };
   struct Pending {
     int dst;
@@ -291,31 +302,48 @@ class HubFabric::Node final : public gpu::StorePort,
   // st.rowsp at this hub: AAU placement, then the memory write, then the landed report per
   // contiguous run of the packet's validity mask (a local store is one run).
   void place(int src, const RowspStore& w, uint64_t mask, bool whole) {
-    aau_.arrive(w, [this, src, w, mask, whole](const Placement& pl) {
+    // The write's details wait in a slab: the callbacks capture an index and stay inline.
+    uint32_t id;
+    if (free_landings_.empty()) {
+      id = static_cast<uint32_t>(landings_.size());
+      landings_.push_back(Landing{src, w, mask, whole, {}});
+    } else {
+      id = free_landings_.back();
+      free_landings_.pop_back();
+      landings_[id] = Landing{src, w, mask, whole, {}};
+    }
+    aau_.arrive(w, [this, id](const Placement& pl) {
       if (pl.status == PlacementStatus::RegionOverflow) aau_.throw_if_failed();  // fails the run
-      gpu_.memory_write(w.bytes, [this, src, w, mask, whole, pl] {
-        LandedWrite l;
-        l.src = src;
-        l.rowsp = true;
-        l.nop = w.nop;
-        l.region = w.malloc_id.region();
-        l.row_id = w.row_id;
-        l.local_row_id = pl.local_row_id;
-        if (whole) {
-          l.row_offset = w.row_offset;
-          l.address = pl.address;
-          l.bytes = w.bytes;
-          f_.listener_.on_landed(g_, l);
-          return;
-        }
-        const uint64_t line_start = w.row_offset - w.row_offset % line_;
-        for_each_run(mask, [&](uint64_t offset, uint64_t bytes) {
-          l.row_offset = line_start + offset;
-          l.address = pl.address - w.row_offset + l.row_offset;
-          l.bytes = static_cast<uint32_t>(bytes);
-          f_.listener_.on_landed(g_, l);
-        });
-      });
+      landings_[id].placement = pl;
+      gpu_.memory_write(landings_[id].write.bytes, [this, id] { land_rowsp(id); });
+    });
+  }
+
+  void land_rowsp(uint32_t id) {
+    const Landing landing = landings_[id];
+    free_landings_.push_back(id);
+    const RowspStore& w = landing.write;
+    const Placement& pl = landing.placement;
+    LandedWrite l;
+    l.src = landing.src;
+    l.rowsp = true;
+    l.nop = w.nop;
+    l.region = w.malloc_id.region();
+    l.row_id = w.row_id;
+    l.local_row_id = pl.local_row_id;
+    if (landing.whole) {
+      l.row_offset = w.row_offset;
+      l.address = pl.address;
+      l.bytes = w.bytes;
+      f_.listener_.on_landed(g_, l);
+      return;
+    }
+    const uint64_t line_start = w.row_offset - w.row_offset % line_;
+    for_each_run(landing.mask, [&](uint64_t offset, uint64_t bytes) {
+      l.row_offset = line_start + offset;
+      l.address = pl.address - w.row_offset + l.row_offset;
+      l.bytes = static_cast<uint32_t>(bytes);
+      f_.listener_.on_landed(g_, l);
     });
   }
 
@@ -359,6 +387,9 @@ class HubFabric::Node final : public gpu::StorePort,
   uint32_t granule_;
   uint64_t staging_limit_;
   std::deque<Lane> lanes_;  // deque: callbacks hold references to lanes
+  std::vector<Landing> landings_;
+  std::vector<Callback> room_scratch_;
+  std::vector<uint32_t> free_landings_;
   std::vector<Callback> room_waiters_;
   bool room_requested_ = false;
   uint64_t packets_ = 0, payload_ = 0, acks_ = 0;
