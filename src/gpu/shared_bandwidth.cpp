@@ -6,6 +6,13 @@
 namespace moehub::gpu {
 namespace {
 constexpr unsigned __int128 kPicobytesPerByte = 1000000000000ULL;
+
+// a / b, in 64-bit arithmetic when a fits (the common case: small requests, short steps);
+// a 128-bit division is a library call.
+unsigned __int128 divide(unsigned __int128 a, uint64_t b) {
+  if ((a >> 64) == 0) return static_cast<uint64_t>(a) / b;
+  return a / b;
+}
 }
 
 SharedBandwidth::SharedBandwidth(Simulator& sim, Bandwidth capacity) : sim_(sim), capacity_(capacity) {
@@ -25,7 +32,7 @@ uint32_t SharedBandwidth::store(Callback done) {
 
 void SharedBandwidth::step_to(Time to, size_t n) {
   const auto dt = static_cast<unsigned __int128>((to - updated_).ps());
-  virtual_ += static_cast<unsigned __int128>(capacity_.bytes_per_second()) * dt / n;
+  virtual_ += divide(static_cast<unsigned __int128>(capacity_.bytes_per_second()) * dt, n);
   busy_ += to - updated_;
   updated_ = to;
 }
@@ -34,8 +41,8 @@ Time SharedBandwidth::departure(Time from, Picobytes v, Picobytes finish, size_t
   // A request arriving at the very instant of a pending departure (an earlier event at the same
   // time) advances virtual time up to or past the front's finish: it departs now.
   const Picobytes remaining = finish > v ? finish - v : 0;
-  const auto rate = static_cast<unsigned __int128>(capacity_.bytes_per_second());
-  return from + Time::from_ps(static_cast<int64_t>((remaining * n + rate - 1) / rate));
+  const uint64_t rate = capacity_.bytes_per_second();
+  return from + Time::from_ps(static_cast<int64_t>(divide(remaining * n + rate - 1, rate)));
 }
 
 void SharedBandwidth::advance() {
@@ -104,7 +111,7 @@ void SharedBandwidth::reschedule() {
     const Picobytes next = i < unwatched_.size() ? std::min(watched, unwatched_[i]) : watched;
     const Time at = departure(t, v, next, n);
     const auto dt = static_cast<unsigned __int128>((at - t).ps());
-    const Picobytes v_at = v + static_cast<unsigned __int128>(capacity_.bytes_per_second()) * dt / n;
+    const Picobytes v_at = v + divide(static_cast<unsigned __int128>(capacity_.bytes_per_second()) * dt, n);
     if (watched <= v_at) {
       next_ = sim_.schedule_at(at, [this] { on_departure(); });
       return;
@@ -150,7 +157,7 @@ Time SharedBandwidth::busy_time() const {
     const Time at = departure(t, v, unwatched_[i], n);
     if (at >= sim_.now()) return busy_ + (sim_.now() - updated_);
     const auto dt = static_cast<unsigned __int128>((at - t).ps());
-    v += static_cast<unsigned __int128>(capacity_.bytes_per_second()) * dt / n;
+    v += divide(static_cast<unsigned __int128>(capacity_.bytes_per_second()) * dt, n);
     while (i < unwatched_.size() && unwatched_[i] <= v) {
       ++i;
       --n;
