@@ -19,20 +19,17 @@ SharedBandwidth::SharedBandwidth(Simulator& sim, Bandwidth capacity) : sim_(sim)
   if (capacity.bytes_per_second() == 0) throw std::logic_error("SharedBandwidth: zero capacity");
 }
 
-uint32_t SharedBandwidth::store(Callback done) {
-  if (!free_slots_.empty()) {
-    const uint32_t slot = free_slots_.back();
-    free_slots_.pop_back();
-    callbacks_[slot] = std::move(done);
-    return slot;
-  }
-  callbacks_.push_back(std::move(done));
-  return static_cast<uint32_t>(callbacks_.size() - 1);
+SharedBandwidth::Picobytes SharedBandwidth::served(Time span, size_t n) const {
+  return divide(static_cast<unsigned __int128>(capacity_.bytes_per_second()) * static_cast<uint64_t>(span.ps()), n);
+}
+
+size_t SharedBandwidth::first_unserved(size_t i, Picobytes v) const {
+  while (i < unwatched_.size() && unwatched_[i] <= v) ++i;
+  return i;
 }
 
 void SharedBandwidth::step_to(Time to, size_t n) {
-  const auto dt = static_cast<unsigned __int128>((to - updated_).ps());
-  virtual_ += divide(static_cast<unsigned __int128>(capacity_.bytes_per_second()) * dt, n);
+  virtual_ += served(to - updated_, n);
   busy_ += to - updated_;
   updated_ = to;
 }
@@ -55,7 +52,7 @@ void SharedBandwidth::advance() {
     const Time at = departure(updated_, virtual_, unwatched_[unwatched_head_], n);
     if (at > now) break;
     step_to(at, n);
-    while (unwatched_head_ < unwatched_.size() && unwatched_[unwatched_head_] <= virtual_) ++unwatched_head_;
+    unwatched_head_ = first_unserved(unwatched_head_, virtual_);
   }
   if (unwatched_head_ == unwatched_.size()) {
     unwatched_.clear();
@@ -78,7 +75,7 @@ void SharedBandwidth::request(uint64_t bytes, Callback done) {
     return;
   }
   const auto cmp = [](const Pending& a, const Pending& b) { return a.after(b); };
-  heap_.push_back(Pending{virtual_ + static_cast<Picobytes>(bytes) * kPicobytesPerByte, seq_++, store(std::move(done))});
+  heap_.push_back(Pending{virtual_ + static_cast<Picobytes>(bytes) * kPicobytesPerByte, seq_++, callbacks_.put(std::move(done))});
   std::push_heap(heap_.begin(), heap_.end(), cmp);
   reschedule();
 }
@@ -110,16 +107,14 @@ void SharedBandwidth::reschedule() {
   for (;;) {
     const Picobytes next = i < unwatched_.size() ? std::min(watched, unwatched_[i]) : watched;
     const Time at = departure(t, v, next, n);
-    const auto dt = static_cast<unsigned __int128>((at - t).ps());
-    const Picobytes v_at = v + divide(static_cast<unsigned __int128>(capacity_.bytes_per_second()) * dt, n);
+    const Picobytes v_at = v + served(at - t, n);
     if (watched <= v_at) {
       next_ = sim_.schedule_at(at, [this] { on_departure(); });
       return;
     }
-    while (i < unwatched_.size() && unwatched_[i] <= v_at) {
-      ++i;
-      --n;
-    }
+    const size_t j = first_unserved(i, v_at);
+    n -= j - i;
+    i = j;
     t = at;
     v = v_at;
   }
@@ -135,10 +130,9 @@ void SharedBandwidth::on_departure() {
     std::pop_heap(heap_.begin(), heap_.end(), cmp);
     const uint32_t slot = heap_.back().slot;
     heap_.pop_back();
-    ready_.push_back(std::move(callbacks_[slot]));
-    free_slots_.push_back(slot);
+    ready_.push_back(callbacks_.take(slot));
   }
-  while (unwatched_head_ < unwatched_.size() && unwatched_[unwatched_head_] <= virtual_) ++unwatched_head_;
+  unwatched_head_ = first_unserved(unwatched_head_, virtual_);
   reschedule();
   std::vector<Callback> run;
   run.swap(ready_);
@@ -156,12 +150,10 @@ Time SharedBandwidth::busy_time() const {
   for (size_t i = unwatched_head_; i < unwatched_.size();) {
     const Time at = departure(t, v, unwatched_[i], n);
     if (at >= sim_.now()) return busy_ + (sim_.now() - updated_);
-    const auto dt = static_cast<unsigned __int128>((at - t).ps());
-    v += divide(static_cast<unsigned __int128>(capacity_.bytes_per_second()) * dt, n);
-    while (i < unwatched_.size() && unwatched_[i] <= v) {
-      ++i;
-      --n;
-    }
+    v += served(at - t, n);
+    const size_t j = first_unserved(i, v);
+    n -= j - i;
+    i = j;
     t = at;
   }
   return busy_ + (t - updated_);

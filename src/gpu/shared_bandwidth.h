@@ -15,6 +15,7 @@
 #include "sim/bandwidth.h"
 #include "sim/callback.h"
 #include "sim/simulator.h"
+#include "sim/slab.h"
 
 namespace moehub::gpu {
 
@@ -46,6 +47,10 @@ class SharedBandwidth {
     bool after(const Pending& o) const { return finish != o.finish ? finish > o.finish : seq > o.seq; }
   };
 
+  // Virtual time each of n active requests receives over `span`.
+  Picobytes served(Time span, size_t n) const;
+  // The first unwatched index from i whose finish lies beyond virtual time v.
+  size_t first_unserved(size_t i, Picobytes v) const;
   // One step of the service: from updated_ to `to` with n active requests.
   void step_to(Time to, size_t n);
   // The time at which the request with virtual finish `finish` departs if nothing arrives,
@@ -54,7 +59,6 @@ class SharedBandwidth {
   void advance();  // brings virtual time up to sim.now(), retiring unwatched requests on the way
   void reschedule();
   void on_departure();
-  uint32_t store(Callback done);
 
   Simulator& sim_;
   Bandwidth capacity_;
@@ -62,8 +66,7 @@ class SharedBandwidth {
   // Virtual finish times of consume() requests, ascending; [unwatched_head_, end) are active.
   std::vector<Picobytes> unwatched_;
   size_t unwatched_head_ = 0;
-  std::vector<Callback> callbacks_;
-  std::vector<uint32_t> free_slots_;
+  Slab<Callback> callbacks_;
   Picobytes virtual_ = 0;
   Time updated_ = Time::zero();
   EventHandle next_;

@@ -172,18 +172,9 @@ void AddressAllocationUnit::complete(const RatKey& key, const Placement& row, ui
 }
 
 void AddressAllocationUnit::answer_at(Time at, const Placement& p, PlacementCallback done) {
-  uint32_t id;
-  if (free_answers_.empty()) {
-    id = static_cast<uint32_t>(answers_.size());
-    answers_.push_back(Answer{p, std::move(done)});
-  } else {
-    id = free_answers_.back();
-    free_answers_.pop_back();
-    answers_[id] = Answer{p, std::move(done)};
-  }
+  const uint32_t id = answers_.put(Answer{p, std::move(done)});
   sim_.schedule_at(at, [this, id] {
-    Answer a = std::move(answers_[id]);
-    free_answers_.push_back(id);
+    Answer a = answers_.take(id);
     a.done(a.placement);
   });
 }

@@ -25,6 +25,7 @@
 #include "hub/rowsp.h"
 #include "sim/callback.h"
 #include "sim/simulator.h"
+#include "sim/slab.h"
 
 namespace moehub {
 
@@ -109,8 +110,7 @@ class AddressAllocationUnit {
     Placement placement;
     PlacementCallback done;
   };
-  std::vector<Answer> answers_;
-  std::vector<uint32_t> free_answers_;
+  Slab<Answer> answers_;
 
   uint64_t hits_ = 0, misses_ = 0, evictions_ = 0, restores_ = 0, overflows_ = 0;
   uint64_t spill_checks_ = 0, pending_joins_ = 0, rows_allocated_ = 0;

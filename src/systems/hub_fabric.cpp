@@ -303,25 +303,16 @@ class HubFabric::Node final : public gpu::StorePort,
   // contiguous run of the packet's validity mask (a local store is one run).
   void place(int src, const RowspStore& w, uint64_t mask, bool whole) {
     // The write's details wait in a slab: the callbacks capture an index and stay inline.
-    uint32_t id;
-    if (free_landings_.empty()) {
-      id = static_cast<uint32_t>(landings_.size());
-      landings_.push_back(Landing{src, w, mask, whole, {}});
-    } else {
-      id = free_landings_.back();
-      free_landings_.pop_back();
-      landings_[id] = Landing{src, w, mask, whole, {}};
-    }
+    const uint32_t id = landings_.put(Landing{src, w, mask, whole, {}});
     aau_.arrive(w, [this, id](const Placement& pl) {
       if (pl.status == PlacementStatus::RegionOverflow) aau_.throw_if_failed();  // fails the run
-      landings_[id].placement = pl;
-      gpu_.memory_write(landings_[id].write.bytes, [this, id] { land_rowsp(id); });
+      landings_.at(id).placement = pl;
+      gpu_.memory_write(landings_.at(id).write.bytes, [this, id] { land_rowsp(id); });
     });
   }
 
   void land_rowsp(uint32_t id) {
-    const Landing landing = landings_[id];
-    free_landings_.push_back(id);
+    const Landing landing = landings_.take(id);
     const RowspStore& w = landing.write;
     const Placement& pl = landing.placement;
     LandedWrite l;
@@ -387,9 +378,8 @@ class HubFabric::Node final : public gpu::StorePort,
   uint32_t granule_;
   uint64_t staging_limit_;
   std::deque<Lane> lanes_;  // deque: callbacks hold references to lanes
-  std::vector<Landing> landings_;
+  Slab<Landing> landings_;
   std::vector<Callback> room_scratch_;
-  std::vector<uint32_t> free_landings_;
   std::vector<Callback> room_waiters_;
   bool room_requested_ = false;
   uint64_t packets_ = 0, payload_ = 0, acks_ = 0;
@@ -435,24 +425,9 @@ void HubFabric::flush(int g) {
   if (auto* r = nodes_.at(static_cast<size_t>(g))->rpm()) r->flush();
 }
 
-uint32_t HubFabric::hold(const HubPacket& h) {
-  uint32_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-    slab_[slot] = h;
-  } else {
-    slot = static_cast<uint32_t>(slab_.size());
-    slab_.push_back(h);
-  }
-  return slot;
-}
+uint32_t HubFabric::hold(const HubPacket& h) { return in_flight_.put(h); }
 
-HubPacket HubFabric::release(uint64_t cookie) {
-  const auto slot = static_cast<uint32_t>(cookie);
-  free_slots_.push_back(slot);
-  return slab_.at(slot);
-}
+HubPacket HubFabric::release(uint64_t cookie) { return in_flight_.take(static_cast<uint32_t>(cookie)); }
 
 uint64_t HubFabric::packets_sent() const {
   uint64_t n = 0;

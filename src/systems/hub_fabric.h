@@ -31,6 +31,7 @@
 #include "hub/rowsp_registry.h"
 #include "hub/runtime_packet_manager.h"
 #include "net/packet.h"
+#include "sim/slab.h"
 
 namespace moehub {
 
@@ -110,8 +111,7 @@ class HubFabric {
   RowspRegistry registry_;
   std::vector<std::unique_ptr<Node>> nodes_;
   // Packets in flight: the fabric's Packet carries an index into this slab.
-  std::vector<HubPacket> slab_;
-  std::vector<uint32_t> free_slots_;
+  Slab<HubPacket> in_flight_;  // packets on the wire, by the cookie they carry
 };
 
 }  // namespace moehub
