@@ -2,10 +2,7 @@
 // What crosses the NVLink fabric, and the interfaces through which upper layers send packets,
 // receive them, and hear about acknowledgements and buffer room.
 
-#include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <vector>
 
 namespace moehub {
 
@@ -38,8 +35,11 @@ struct Packet {
   uint64_t cookie = 0;
   // The sender-side owner told about delivery and acks (non-owning; may be null).
   PacketClient* client = nullptr;
-  // Real bytes in functional mode; null (free) in timing-only runs.
-  std::shared_ptr<const std::vector<std::byte>> data;
+  // What the packet's header and byte enables carry for the receiver (the hub: the store's
+  // encoded destination and the line's validity mask). Opaque to the network; it travels in
+  // the packet rather than in a side table the receiver would have to look up.
+  uint64_t header = 0;
+  uint64_t byte_mask = 0;
 };
 
 // Sender side: hears about its packets. Calls come from inside the network's events.

@@ -473,7 +473,6 @@ void PacketNetwork::on_ingress(int gpu, int plane, int tc) {
     const uint32_t id = pop(q);
     const uint16_t flits = pool_[id].flits;
     Packet p = std::move(pool_[id].pkt);
-    pool_[id].pkt.data.reset();
     pool_[id].next = free_head_;
     free_head_ = id;
     // The ingress slot frees now; the credit reaches the switch output one link latency later.

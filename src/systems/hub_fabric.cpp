@@ -132,7 +132,8 @@ class HubFabric::Node final : public gpu::StorePort,
       p.dst = dst;
       p.payload_bytes = h.payload_bytes;
       p.kind = kind;
-      p.cookie = f_.hold(h);
+      p.header = header_of(h);
+      p.byte_mask = h.valid_mask;
       p.client = this;
       net->inject(std::move(p));
     } else {
@@ -169,7 +170,22 @@ class HubFabric::Node final : public gpu::StorePort,
   // --- ingress ---
   void deliver(Packet&& packet) override {
     if (packet.kind != PacketKind::Write && packet.kind != PacketKind::RowSparseWrite) return;
-    arrive(packet.src, f_.release(packet.cookie));
+    // The header carries what the destination hub needs: the store's encoding (line start)
+    // and the line's validity mask.
+    const HubTag t = HubTag::decode(packet.header);
+    HubPacket h;
+    h.rowsp = t.rowsp;
+    h.nop = t.nop;
+    if (t.rowsp) {
+      h.malloc_id = MallocId::encode(static_cast<uint32_t>(g_), t.region);
+      h.row_id = t.row_id;
+      h.row_offset = t.row_offset;
+    } else {
+      h.address = t.address;
+    }
+    h.valid_mask = packet.byte_mask;
+    h.payload_bytes = packet.payload_bytes;
+    arrive(packet.src, h);
   }
 
   void arrive(int src, const HubPacket& h) {
@@ -215,6 +231,12 @@ class HubFabric::Node final : public gpu::StorePort,
     bool retry_pending = false;
     bool waiting = false;
   };
+
+  // A packet's header: its store encoding with the line's start (the GPU bits of a peer
+  // address are in the packet's destination).
+  static uint64_t header_of(const HubPacket& h) {
+    return h.rowsp ? HubTag::st_rowsp(h.malloc_id, h.row_id, h.row_offset, h.nop) : HubTag::st(h.address & kLocalMask);
+  }
 
   // Partitions in rank-offset order (peer p is GPU g + 1 + p mod N, as NCCL orders its peers):
   // schedulers that poll their partitions round-robin in step then address a permutation of
@@ -424,10 +446,6 @@ AddressAllocationUnit& HubFabric::aau(int g) { return nodes_.at(static_cast<size
 void HubFabric::flush(int g) {
   if (auto* r = nodes_.at(static_cast<size_t>(g))->rpm()) r->flush();
 }
-
-uint32_t HubFabric::hold(const HubPacket& h) { return in_flight_.put(h); }
-
-HubPacket HubFabric::release(uint64_t cookie) { return in_flight_.take(static_cast<uint32_t>(cookie)); }
 
 uint64_t HubFabric::packets_sent() const {
   uint64_t n = 0;

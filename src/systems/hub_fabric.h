@@ -101,17 +101,12 @@ class HubFabric {
   class Node;
 
  private:
-  uint32_t hold(const HubPacket& h);   // a packet in flight gets a slab slot (its cookie)
-  HubPacket release(uint64_t cookie);  // ...freed when it arrives
-
   Cluster& cluster_;
   HubConfig hub_;
   HubFabricConfig cfg_;
   HubListener& listener_;
   RowspRegistry registry_;
   std::vector<std::unique_ptr<Node>> nodes_;
-  // Packets in flight: the fabric's Packet carries an index into this slab.
-  Slab<HubPacket> in_flight_;  // packets on the wire, by the cookie they carry
 };
 
 }  // namespace moehub

@@ -82,18 +82,19 @@ TEST(PacketNetwork, AckIsOneFlitPacketBackToTheSender) {
   EXPECT_EQ(s["packets_delivered"], 2);
 }
 
-TEST(PacketNetwork, RealBytesTravelWithThePacket) {
+TEST(PacketNetwork, HeaderWordsTravelWithThePacket) {
   Simulator sim;
   PacketNetwork net(test::h800_like(2), sim);
   Recorder rx(sim);
   net.set_receiver(1, &rx);
   Packet p = write(0, 1, 4);
-  p.data = std::make_shared<const std::vector<std::byte>>(std::vector<std::byte>{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}});
+  p.header = 0x8000'1234'5678'9abcULL;
+  p.byte_mask = 0xF0;
   net.inject(std::move(p));
   sim.run();
   ASSERT_EQ(rx.got.size(), 1u);
-  ASSERT_TRUE(rx.got[0].data);
-  EXPECT_EQ((*rx.got[0].data)[3], std::byte{4});
+  EXPECT_EQ(rx.got[0].header, 0x8000'1234'5678'9abcULL);
+  EXPECT_EQ(rx.got[0].byte_mask, 0xF0u);
   // 4 B = 1 data flit + header: 32 B = 640 ps per link.
   EXPECT_EQ(rx.at[0].ps(), 640 + 250000 + 100000 + 640 + 250000);
 }
