@@ -61,6 +61,9 @@ struct HubPacket {
 class PacketPort {
  public:
   virtual ~PacketPort() = default;
+  // Whether a packet of `payload_bytes` to `peer` would be accepted now (what try_send would
+  // answer, without building the packet).
+  virtual bool can_send(uint32_t peer, uint32_t payload_bytes) const = 0;
   // Offers one packet; false means refused (back-pressure), nothing was taken.
   virtual bool try_send(const HubPacket& packet) = 0;
   // After a refusal for `peer`: the port calls `ready` once, when a packet to `peer` may be

@@ -20,8 +20,11 @@ void PacketScheduler::pump() {
     if (blocked_[peer]) continue;
     const auto pick = pool_.candidate(peer, now);
     if (!pick) continue;
-    const HubPacket pkt = pool_.packet(peer, *pick);
-    if (!port_.try_send(pkt)) {
+    // Asked first: under back-pressure most candidates are refused, and building each packet
+    // only to have it refused was a large share of the scheduler's work.
+    HubPacket pkt;
+    const bool sent = port_.can_send(peer, pool_.payload_bytes(peer, *pick)) && port_.try_send(pkt = pool_.packet(peer, *pick));
+    if (!sent) {
       ++refusals_;
       blocked_[peer] = true;
       port_.notify_when_ready(peer, [this, peer] {

@@ -104,20 +104,22 @@ bool RemoteWriteBufferPool::try_insert(uint32_t peer, const RemoteStore& s, Time
     const uint64_t mask = (count == 64 ? ~uint64_t{0} : ((uint64_t{1} << count) - 1)) << first;
     Key key = s.rowsp ? Key{true, s.nop, s.malloc_id.bits(), s.row_id, line}
                       : Key{false, s.nop, 0, line * cfg_.entry_bytes, 0};
-    if (find(p, key) == kNoSlot) ++new_entries;
-    pieces.push_back(Piece{key, mask});
+    const uint32_t slot = find(p, key);
+    if (slot == kNoSlot) ++new_entries;
+    pieces.push_back(Piece{key, mask, slot});
     at = line_end;
   }
   if (new_entries > p.free.size()) return false;
 
   ++stores_;
   for (const Piece& piece : pieces) {
-    uint32_t slot = find(p, piece.key);
+    uint32_t slot = piece.slot;  // a store's pieces are distinct lines: no piece creates another's entry
     if (slot != kNoSlot) {
       ++merges_;
     } else {
       slot = p.free.back();
       p.free.pop_back();
+      ++buffered_;
       Entry& e = p.slots[slot];
       e = Entry{piece.key, 0, 0, now, next_seq_++, true, false};
       index_insert(p, piece.key, slot);
@@ -196,6 +198,7 @@ void RemoteWriteBufferPool::take(uint32_t peer, const Pick& pick) {
   index_erase(p, e.key);
   e.live = false;
   p.free.push_back(pick.slot);
+  --buffered_;
 }
 
 void RemoteWriteBufferPool::flush() {
@@ -208,12 +211,6 @@ void RemoteWriteBufferPool::flush() {
 
 uint32_t RemoteWriteBufferPool::free_entries(uint32_t peer) const {
   return static_cast<uint32_t>(parts_[peer].free.size());
-}
-
-size_t RemoteWriteBufferPool::buffered() const {
-  size_t n = 0;
-  for (const Partition& p : parts_) n += p.slots.size() - p.free.size();
-  return n;
 }
 
 }  // namespace moehub

@@ -5,6 +5,7 @@
 // st., (MallocID, RowID, RowOffset line) for st.rowsp. The pool also answers which entry of a
 // partition the scheduler should send next (the policy is documented at candidate()).
 
+#include <bit>
 #include <cstdint>
 #include <deque>
 #include <nlohmann/json.hpp>
@@ -38,8 +39,11 @@ class RemoteWriteBufferPool {
   //     by smallest RowID, then by line within the row.
   // Partly filled entries never leave by rule 2 until they fill or are flushed.
   std::optional<Pick> candidate(uint32_t peer, Time now);
-  // The packet the entry would make; take() removes the entry.
+  // The packet the entry would make (and its payload alone); take() removes the entry.
   HubPacket packet(uint32_t peer, const Pick& pick) const;
+  uint32_t payload_bytes(uint32_t peer, const Pick& pick) const {
+    return static_cast<uint32_t>(std::popcount(parts_[peer].slots[pick.slot].mask)) * cfg_.mask_granule_bytes;
+  }
   void take(uint32_t peer, const Pick& pick);
 
   // Makes every entry now buffered ready (a fence or kernel end drains partial entries).
@@ -49,7 +53,7 @@ class RemoteWriteBufferPool {
 
   uint32_t peers() const { return static_cast<uint32_t>(parts_.size()); }
   uint32_t free_entries(uint32_t peer) const;
-  size_t buffered() const;
+  size_t buffered() const { return buffered_; }  // live entries over all partitions
   uint64_t stores() const { return stores_; }
   uint64_t merges() const { return merges_; }
   const RpmConfig& config() const { return cfg_; }
@@ -80,6 +84,7 @@ class RemoteWriteBufferPool {
   struct Piece {
     Key key;
     uint64_t mask;
+    uint32_t slot;  // its entry, or kNoSlot for a new one
   };
   struct Partition {
     std::vector<Entry> slots;
@@ -106,6 +111,7 @@ class RemoteWriteBufferPool {
   uint64_t full_mask_;
   std::vector<Partition> parts_;
   std::vector<Piece> pieces_;  // scratch of try_insert, kept to avoid an allocation per store
+  size_t buffered_ = 0;
   uint64_t next_seq_ = 0;
   uint64_t stores_ = 0, merges_ = 0;
 };

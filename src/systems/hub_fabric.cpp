@@ -120,6 +120,12 @@ class HubFabric::Node final : public gpu::StorePort,
   }
 
   // --- fabric side (the RPM's PacketPort, or the direct path) ---
+  bool can_send(uint32_t, uint32_t payload_bytes) const override {
+    // One egress FIFO for every peer (both kinds of write are request-class traffic).
+    const PacketNetwork* net = f_.cluster_.packets();
+    return !net || net->can_inject(g_, payload_bytes, PacketKind::Write);
+  }
+
   bool try_send(const HubPacket& h) override {
     // The destination is in the packet: the MallocID's GPU, or the GPU bits of a peer address.
     const int dst = h.rowsp ? static_cast<int>(h.malloc_id.gpu()) : static_cast<int>(h.address >> kGpuShift);

@@ -25,6 +25,7 @@ RpmConfig small_rpm(uint32_t entries_per_peer, Time timer = Time::zero(), uint32
 class FakePort : public PacketPort {
  public:
   explicit FakePort(Simulator& sim) : sim_(sim) {}
+  bool can_send(uint32_t peer, uint32_t) const override { return !closed_.count(peer); }
   bool try_send(const HubPacket& p) override {
     if (closed_.count(p.peer)) return false;
     if (on_send) on_send(p);
