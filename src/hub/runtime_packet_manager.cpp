@@ -34,9 +34,12 @@ void RuntimePacketManager::notify_when_drained(Callback done) {
 }
 
 void RuntimePacketManager::entry_freed(uint32_t peer) {
-  // Waiters run as events, not inside the scheduler's pump; each may store again or re-register.
-  for (Callback& cb : space_waiters_[peer]) sim_.schedule_in(Time::zero(), std::move(cb));
-  space_waiters_[peer].clear();
+  // The freed entry is usable in the cycle it frees: waiting stagers refill it now, from inside
+  // the scheduler's pump (an event each cost one event per packet sent under back-pressure).
+  // Swapped out first: each may store again or re-register.
+  std::vector<Callback> run;
+  run.swap(space_waiters_[peer]);
+  for (Callback& cb : run) cb();
   if (pool_.buffered() == 0) {
     for (Callback& cb : drain_waiters_) sim_.schedule_in(Time::zero(), std::move(cb));
     drain_waiters_.clear();

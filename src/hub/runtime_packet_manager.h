@@ -22,7 +22,8 @@ class RuntimePacketManager {
 
   // Accepts the store into `peer`'s partition, or refuses it (partition full) with no change.
   bool try_store(uint32_t peer, const RemoteStore& store);
-  // After a refusal: `ready` runs once, when an entry of `peer`'s partition has been freed.
+  // After a refusal: `ready` runs once, when an entry of `peer`'s partition has been freed
+  // (called from inside the scheduler, at that instant; it may store again).
   void notify_when_space(uint32_t peer, Callback ready);
   // A fence or kernel end: every entry buffered now may leave even if partly merged.
   void flush();
