@@ -3,16 +3,11 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "sim/wide_divide.h"
+
 namespace moehub::gpu {
 namespace {
 constexpr unsigned __int128 kPicobytesPerByte = 1000000000000ULL;
-
-// a / b, in 64-bit arithmetic when a fits (the common case: small requests, short steps);
-// a 128-bit division is a library call.
-unsigned __int128 divide(unsigned __int128 a, uint64_t b) {
-  if ((a >> 64) == 0) return static_cast<uint64_t>(a) / b;
-  return a / b;
-}
 }
 
 SharedBandwidth::SharedBandwidth(Simulator& sim, Bandwidth capacity) : sim_(sim), capacity_(capacity) {
@@ -20,7 +15,7 @@ SharedBandwidth::SharedBandwidth(Simulator& sim, Bandwidth capacity) : sim_(sim)
 }
 
 SharedBandwidth::Picobytes SharedBandwidth::served(Time span, size_t n) const {
-  return divide(static_cast<unsigned __int128>(capacity_.bytes_per_second()) * static_cast<uint64_t>(span.ps()), n);
+  return divide_wide(static_cast<unsigned __int128>(capacity_.bytes_per_second()) * static_cast<uint64_t>(span.ps()), n);
 }
 
 size_t SharedBandwidth::first_unserved(size_t i, Picobytes v) const {
@@ -39,7 +34,7 @@ Time SharedBandwidth::departure(Time from, Picobytes v, Picobytes finish, size_t
   // time) advances virtual time up to or past the front's finish: it departs now.
   const Picobytes remaining = finish > v ? finish - v : 0;
   const uint64_t rate = capacity_.bytes_per_second();
-  return from + Time::from_ps(static_cast<int64_t>(divide(remaining * n + rate - 1, rate)));
+  return from + Time::from_ps(static_cast<int64_t>(divide_wide_up(remaining * n, rate)));
 }
 
 void SharedBandwidth::advance() {

@@ -56,6 +56,7 @@ void DataAvailabilityManager::set_expected_total(uint64_t bytes) {
 void DataAvailabilityManager::reset() {
   table_.clear();
   groups_.clear();
+  last_group_ = nullptr;
   expected_.reset();
   global_ = 0;
   all_ready_at_.reset();
@@ -79,7 +80,7 @@ void DataAvailabilityManager::process_ack(uint64_t address, uint64_t bytes) {
   table_.for_each_overlap(address, bytes, [&](const DependencyEntry& e, uint64_t counted) {
     matched = true;
     counted_once = std::max(counted_once, counted);
-    Group& g = groups_.at(e.group);
+    Group& g = group(e.group);
     g.counter += counted;
     if (!g.signalled && g.counter >= g.threshold) emit(e.group, g, DamSignalKind::Ready);
   });
@@ -89,6 +90,14 @@ void DataAvailabilityManager::process_ack(uint64_t address, uint64_t bytes) {
   }
   global_ += counted_once;
   maybe_all_ready();
+}
+
+DataAvailabilityManager::Group& DataAvailabilityManager::group(uint32_t id) {
+  if (last_group_ == nullptr || last_group_id_ != id) {
+    last_group_ = &groups_.at(id);
+    last_group_id_ = id;
+  }
+  return *last_group_;
 }
 
 void DataAvailabilityManager::emit(uint32_t group, Group& g, DamSignalKind kind) {

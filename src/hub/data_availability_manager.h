@@ -75,6 +75,7 @@ class DataAvailabilityManager {
   };
   void check_counter_width(uint64_t value, const char* key, uint32_t bits) const;
   void process_ack(uint64_t address, uint64_t bytes);
+  Group& group(uint32_t id);
   void emit(uint32_t group, Group& g, DamSignalKind kind);
   void maybe_all_ready();
 
@@ -84,6 +85,10 @@ class DataAvailabilityManager {
   SignalHook signal_;
   DependencyTable table_;
   std::map<uint32_t, Group> groups_;  // ordered: AllReady visits groups by id
+  // The group the last ack counted toward (consecutive acks mostly feed one tile); map nodes
+  // stay put until reset().
+  uint32_t last_group_id_ = 0;
+  Group* last_group_ = nullptr;
   std::optional<uint64_t> expected_;
   uint64_t global_ = 0;
   std::optional<Time> all_ready_at_;

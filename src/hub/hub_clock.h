@@ -6,6 +6,7 @@
 
 #include "sim/frequency.h"
 #include "sim/time.h"
+#include "sim/wide_divide.h"
 
 namespace moehub {
 
@@ -16,8 +17,7 @@ class HubClock {
   Time time_of(uint64_t cycle) const { return f_.cycles(cycle); }
   // The first cycle edge at or after `t`.
   uint64_t cycle_at_or_after(Time t) const {
-    const unsigned __int128 num = static_cast<unsigned __int128>(t.ps()) * f_.hertz();
-    uint64_t k = static_cast<uint64_t>(num / 1000000000000ULL);
+    uint64_t k = static_cast<uint64_t>(divide_wide(static_cast<unsigned __int128>(t.ps()) * f_.hertz(), 1000000000000ULL));
     while (time_of(k) < t) ++k;  // at most one step: the division rounded down
     return k;
   }

@@ -27,6 +27,7 @@ RemoteWriteBufferPool::RemoteWriteBufferPool(const RpmConfig& config, uint32_t p
       cfg_.entry_bytes / cfg_.mask_granule_bytes > 64) {
     throw std::logic_error("RemoteWriteBufferPool: entry_bytes must be 1 to 64 whole granules");
   }
+  if (cfg_.entries_per_peer >= (1u << kSlotBits)) throw std::logic_error("RemoteWriteBufferPool: too many entries per peer");
   granules_ = cfg_.entry_bytes / cfg_.mask_granule_bytes;
   full_mask_ = granules_ == 64 ? ~uint64_t{0} : (uint64_t{1} << granules_) - 1;
   const size_t index_size = std::bit_ceil(static_cast<size_t>(cfg_.entries_per_peer) * 2);
@@ -70,9 +71,12 @@ void RemoteWriteBufferPool::index_erase(Partition& p, const Key& key) {
 }
 
 RemoteWriteBufferPool::Order RemoteWriteBufferPool::order_of(const Entry& e, uint32_t slot) const {
-  const uint8_t cls = e.key.nop ? 1 : 0;
-  if (!e.key.rowsp) return {cls, 0, e.seq, 0, slot};
-  return {cls, 1, e.key.line, e.key.line_in_row, slot};
+  const uint64_t minor = e.key.rowsp ? e.key.line_in_row : 0;
+  if (minor >> 32) throw std::logic_error("RPM: line within a row beyond 32 bits");
+  const Order cls = e.key.nop ? 1 : 0;
+  const Order kind = e.key.rowsp ? 1 : 0;
+  const Order major = e.key.rowsp ? e.key.line : e.seq;
+  return cls << 127 | kind << 126 | major << 62 | static_cast<Order>(minor) << kSlotBits | slot;
 }
 
 void RemoteWriteBufferPool::make_ready(Partition& p, uint32_t slot) {
@@ -154,7 +158,7 @@ std::optional<RemoteWriteBufferPool::Pick> RemoteWriteBufferPool::candidate(uint
   Partition& p = parts_[peer];
   if (const auto due = next_deadline(peer); due && *due <= now) return Pick{p.partial_by_age.front().second, true};
   if (p.ready.empty()) return std::nullopt;
-  return Pick{std::get<4>(p.ready.back()), false};
+  return Pick{slot_of(p.ready.back()), false};
 }
 
 HubPacket RemoteWriteBufferPool::packet(uint32_t peer, const Pick& pick) const {
@@ -186,7 +190,7 @@ void RemoteWriteBufferPool::take(uint32_t peer, const Pick& pick) {
   Entry& e = p.slots[pick.slot];
   if (!e.live) throw std::logic_error("RPM: take of a free entry");
   if (e.ready) {
-    if (!p.ready.empty() && std::get<4>(p.ready.back()) == pick.slot) {
+    if (!p.ready.empty() && slot_of(p.ready.back()) == pick.slot) {
       p.ready.pop_back();  // the usual case: the scheduler took the entry candidate() named
     } else {
       const Order o = order_of(e, pick.slot);

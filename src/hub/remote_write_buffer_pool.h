@@ -11,7 +11,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
-#include <tuple>
 #include <vector>
 
 #include "hub/hub_config.h"
@@ -79,8 +78,11 @@ class RemoteWriteBufferPool {
     bool live = false;
     bool ready = false;
   };
-  // (class, kind rank, major, minor, slot): ascending order is the send order.
-  using Order = std::tuple<uint8_t, uint8_t, uint64_t, uint64_t, uint32_t>;
+  // (class, kind rank, major, minor, slot) packed into one integer, most significant first
+  // (1, 1, 64, 32 and 30 bits): ascending order is the send order.
+  using Order = unsigned __int128;
+  static constexpr int kSlotBits = 30;
+  static uint32_t slot_of(Order o) { return static_cast<uint32_t>(o & ((1u << kSlotBits) - 1)); }
   struct Piece {
     Key key;
     uint64_t mask;

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "sim/time.h"
+#include "sim/wide_divide.h"
 
 namespace moehub {
 
@@ -17,9 +18,7 @@ class Bandwidth {
 
   // Time to move `bytes` at this rate: ceil(bytes * 1e12 / rate) picoseconds, in integers.
   constexpr Time transfer_time(uint64_t bytes) const {
-    const unsigned __int128 num = static_cast<unsigned __int128>(bytes) * 1000000000000ULL;
-    const unsigned __int128 q = (num + bps_ - 1) / bps_;
-    return Time::from_ps(static_cast<int64_t>(q));
+    return Time::from_ps(static_cast<int64_t>(divide_wide_up(static_cast<unsigned __int128>(bytes) * 1000000000000ULL, bps_)));
   }
   // The rate scaled by num/den (e.g. a share of a link), rounded down.
   constexpr Bandwidth scaled(uint64_t num, uint64_t den) const {

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "sim/time.h"
+#include "sim/wide_divide.h"
 
 namespace moehub {
 
@@ -17,8 +18,7 @@ class Frequency {
 
   // ceil(cycles * 1e12 / hz) picoseconds.
   constexpr Time cycles(uint64_t n) const {
-    const unsigned __int128 num = static_cast<unsigned __int128>(n) * 1000000000000ULL;
-    return Time::from_ps(static_cast<int64_t>((num + hz_ - 1) / hz_));
+    return Time::from_ps(static_cast<int64_t>(divide_wide_up(static_cast<unsigned __int128>(n) * 1000000000000ULL, hz_)));
   }
   constexpr auto operator<=>(const Frequency&) const = default;
 
