@@ -42,6 +42,7 @@ class RuntimePacketManager {
   RemoteWriteBufferPool pool_;
   PacketScheduler scheduler_;
   std::vector<std::vector<Callback>> space_waiters_;
+  std::vector<Callback> waiter_scratch_;
   std::vector<Callback> drain_waiters_;
   uint64_t store_refusals_ = 0;
 };

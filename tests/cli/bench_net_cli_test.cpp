@@ -49,7 +49,9 @@ TEST(CliBenchNet, IncastGivesEachSenderASeventhOfTheLinks) {
   EXPECT_NEAR(j["results"]["achieved_GBps"].get<double>(), share, 0.05 * share);
   // GPU 0's incoming links are the busy ones.
   for (const auto& l : j["results"]["net"]["links"]) {
-    if (l["to"] == "gpu0") EXPECT_GT(l["utilisation"].get<double>(), 0.9);
+    if (l["to"] == "gpu0") {
+      EXPECT_GT(l["utilisation"].get<double>(), 0.9);
+    }
   }
 }
 
