@@ -127,7 +127,8 @@ bool RemoteWriteBufferPool::try_insert(uint32_t peer, const RemoteStore& s, Time
       Entry& e = p.slots[slot];
       e = Entry{piece.key, 0, 0, now, next_seq_++, true, false};
       index_insert(p, piece.key, slot);
-      p.partial_by_age.emplace_back(e.seq, slot);
+      // An entry a store fills whole is never partial: no place in the age order.
+      if (piece.mask != full_mask_) p.partial_by_age.emplace_back(e.seq, slot);
     }
     Entry& e = p.slots[slot];
     e.mask |= piece.mask;
