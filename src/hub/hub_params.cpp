@@ -22,7 +22,7 @@ void declare_hub_params(ParamRegistry& r) {
   r.integer("hub.apt.cycles", "APT lookup-and-increment latency").at_least(0).in_unit("cycles");
 
   r.integer("hub.rpm.partitions", "Remote-write buffer partitions (peers the RPM can serve)").range(1, 65536).in_unit("peers");
-  r.integer("hub.rpm.entries_per_peer", "Remote-write buffer entries per peer partition").range(1, 65536).in_unit("entries");
+  r.integer("hub.rpm.entries_per_peer", "Remote-write buffer entries per peer partition").range(1, 1073741823).in_unit("entries");
   r.bytes("hub.rpm.entry_bytes", "Bytes one buffer entry (one packet payload) holds").positive();
   r.bytes("hub.rpm.mask_granule_bytes", "Bytes covered by one bit of an entry's validity mask").positive();
   r.time("hub.rpm.timer_bypass", "Age after which a partly merged entry is sent anyway (0ns: no bypass)");

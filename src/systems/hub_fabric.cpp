@@ -140,6 +140,7 @@ class HubFabric::Node final : public gpu::StorePort,
       p.kind = kind;
       p.header = header_of(h);
       p.byte_mask = h.valid_mask;
+      p.cookie = h.rowsp ? h.row_offset : 0;  // the line's RowOffset, full width (acks ignore it)
       p.client = this;
       net->inject(std::move(p));
     } else {
@@ -176,8 +177,8 @@ class HubFabric::Node final : public gpu::StorePort,
   // --- ingress ---
   void deliver(Packet&& packet) override {
     if (packet.kind != PacketKind::Write && packet.kind != PacketKind::RowSparseWrite) return;
-    // The header carries what the destination hub needs: the store's encoding (line start)
-    // and the line's validity mask.
+    // The packet carries what the destination hub needs: the store's encoding in its header,
+    // the line's RowOffset in its cookie and the line's validity mask.
     const HubTag t = HubTag::decode(packet.header);
     HubPacket h;
     h.rowsp = t.rowsp;
@@ -185,7 +186,7 @@ class HubFabric::Node final : public gpu::StorePort,
     if (t.rowsp) {
       h.malloc_id = MallocId::encode(static_cast<uint32_t>(g_), t.region);
       h.row_id = t.row_id;
-      h.row_offset = t.row_offset;
+      h.row_offset = packet.cookie;
     } else {
       h.address = t.address;
     }
@@ -238,10 +239,11 @@ class HubFabric::Node final : public gpu::StorePort,
     bool waiting = false;
   };
 
-  // A packet's header: its store encoding with the line's start (the GPU bits of a peer
-  // address are in the packet's destination).
+  // A packet's header: its store encoding without the RowOffset, which rows above 64 KiB
+  // (hub.rat.row_offset_bits > 16) would overflow; the GPU bits of a peer address are in the
+  // packet's destination.
   static uint64_t header_of(const HubPacket& h) {
-    return h.rowsp ? HubTag::st_rowsp(h.malloc_id, h.row_id, h.row_offset, h.nop) : HubTag::st(h.address & kLocalMask);
+    return h.rowsp ? HubTag::st_rowsp(h.malloc_id, h.row_id, 0, h.nop) : HubTag::st(h.address & kLocalMask);
   }
 
   // Partitions in rank-offset order (peer p is GPU g + 1 + p mod N, as NCCL orders its peers):

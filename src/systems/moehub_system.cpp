@@ -46,6 +46,12 @@ void MoeHubSystemImpl::build(Cluster& cluster) {
   const int n = cluster.gpus();
   row_bytes_ = m.row_bytes();
   row_size_ = row_bytes_ + p_.metadata_bytes;
+  // Each row's stores start at RowOffset 0 (data) and row_bytes (metadata); the store tag
+  // (HubTag) has 16 bits for a store's starting RowOffset.
+  if (row_bytes_ >= (uint64_t{1} << 16)) {
+    throw UserError("model.hidden", fmt::format("rows of {} B: st.rowsp stores start at most 65535 B into a row "
+                                                "(the store tag's 16-bit RowOffset)", row_bytes_));
+  }
   bm_ = cluster.gpu_config().gemm_tile.m;
   bn_ = cluster.gpu_config().gemm_tile.n;
   // The compiler's conservative region (paper IV-A2): capacity_factor x the mean rows of an

@@ -85,6 +85,21 @@ TEST(MoeHubSystems, TinyRpmBufferStillVerifies) {
   }
 }
 
+TEST(MoeHubSystems, RowsBeyond64KiBKeepTheirRowOffsetOnTheWire) {
+  // 32700 bf16 values (65400 B) and a 256 B metadata column: the metadata store starts within
+  // the store tag's 16-bit RowOffset, but its lines reach RowOffset 65536 and beyond
+  // (hub.rat.row_offset_bits = 20 allows it); the packets must still land every byte.
+  const LayerSetup s({"model.hidden=32700", "model.ffn_hidden=64", "run.tokens=64", "systems.moehub.metadata_bytes=256B",
+                      "hub.rat.row_offset_bits=20"},
+                     true);
+  for (const auto& o : s.run("mh-base,moehub", true)) {
+    EXPECT_TRUE(o.functional_passed) << o.name << ": " << o.result["functional"].dump();
+  }
+  // Rows whose metadata store itself starts beyond 16 bits are refused, naming the key.
+  const LayerSetup too_wide({"model.hidden=32768", "model.ffn_hidden=64", "run.tokens=64", "hub.rat.row_offset_bits=20"}, true);
+  EXPECT_THROW(too_wide.run("moehub", true), UserError);
+}
+
 TEST(MoeHubSystems, SixteenGpusShareTheEightRpmPartitions) {
   // 15 peers over 8 partitions: peers share partitions round-robin; the data still arrives whole.
   const LayerSetup s({"run.gpus=16", "model.experts=16"}, true);
