@@ -178,7 +178,7 @@ HubPacket RemoteWriteBufferPool::packet(uint32_t peer, const Pick& pick) const {
   }
   pkt.valid_mask = e.mask;
   pkt.granule_bytes = cfg_.mask_granule_bytes;
-  pkt.payload_bytes = static_cast<uint32_t>(std::popcount(e.mask)) * cfg_.mask_granule_bytes;
+  pkt.payload_bytes = payload_bytes(peer, pick);
   pkt.stores_merged = e.pieces;
   pkt.first_store = e.created;
   pkt.timer_bypass = pick.bypass;

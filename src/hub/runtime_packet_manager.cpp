@@ -36,13 +36,8 @@ void RuntimePacketManager::notify_when_drained(Callback done) {
 void RuntimePacketManager::entry_freed(uint32_t peer) {
   // The freed entry is usable in the cycle it frees: waiting stagers refill it now, from inside
   // the scheduler's pump (an event each cost one event per packet sent under back-pressure).
-  // Swapped out first: each may store again or re-register.
-  std::vector<Callback> run;
-  run.swap(waiter_scratch_);  // an empty vector that keeps its allocation
-  run.swap(space_waiters_[peer]);
-  for (Callback& cb : run) cb();
-  run.clear();
-  if (waiter_scratch_.empty()) waiter_scratch_.swap(run);
+  // Each may store again or wait again.
+  run_waiters(space_waiters_[peer], waiter_scratch_);
   if (pool_.buffered() == 0) {
     for (Callback& cb : drain_waiters_) sim_.schedule_in(Time::zero(), std::move(cb));
     drain_waiters_.clear();

@@ -7,6 +7,7 @@
 #include <new>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace moehub {
 
@@ -134,5 +135,17 @@ class UniqueFunction<R(Args...)> {
 };
 
 using Callback = UniqueFunction<void()>;
+
+// Runs every callback waiting in `waiters` and leaves the list empty. A callback may wait
+// again (append to `waiters`) while they run: they run from a swapped-out list. `scratch` is an
+// empty list that keeps its allocation between calls, so a busy wait list costs no allocation.
+inline void run_waiters(std::vector<Callback>& waiters, std::vector<Callback>& scratch) {
+  std::vector<Callback> running;
+  running.swap(scratch);
+  running.swap(waiters);
+  for (Callback& cb : running) cb();
+  running.clear();
+  if (scratch.empty()) scratch.swap(running);
+}
 
 }  // namespace moehub

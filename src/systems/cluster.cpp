@@ -62,13 +62,16 @@ void Cluster::deliver_write(int dst, uint64_t bytes, uint64_t tag, Callback then
     gpu(dst).memory_write(bytes);  // nobody waits for it: no event of its own
     return;
   }
-  if (!then) {  // the common case (a tagged store), kept small enough for a callback's inline storage
-    gpu(dst).memory_write(bytes, [this, dst, bytes, tag] { gpu(dst).signal_add(static_cast<gpu::SignalId>(tag - 1), static_cast<int64_t>(bytes)); });
+  const auto signal = [this, dst, bytes, tag] {
+    if (tag != 0) gpu(dst).signal_add(static_cast<gpu::SignalId>(tag - 1), static_cast<int64_t>(bytes));
+  };
+  if (!then) {  // the common case (a tagged store): small enough for a callback's inline storage
+    gpu(dst).memory_write(bytes, signal);
     return;
   }
-  gpu(dst).memory_write(bytes, [this, dst, bytes, tag, then = std::move(then)]() mutable {
-    if (tag != 0) gpu(dst).signal_add(static_cast<gpu::SignalId>(tag - 1), static_cast<int64_t>(bytes));
-    if (then) then();
+  gpu(dst).memory_write(bytes, [signal, then = std::move(then)]() mutable {
+    signal();
+    then();
   });
 }
 

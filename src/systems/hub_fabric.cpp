@@ -131,8 +131,8 @@ class HubFabric::Node final : public gpu::StorePort,
     const int dst = h.rowsp ? static_cast<int>(h.malloc_id.gpu()) : static_cast<int>(h.address >> kGpuShift);
     PacketNetwork* net = f_.cluster_.packets();
     if (net) {
+      if (!can_send(h.peer, h.payload_bytes)) return false;
       const PacketKind kind = h.rowsp ? PacketKind::RowSparseWrite : PacketKind::Write;
-      if (!net->can_inject(g_, h.payload_bytes, kind)) return false;
       Packet p;
       p.src = g_;
       p.dst = dst;
@@ -163,13 +163,7 @@ class HubFabric::Node final : public gpu::StorePort,
 
   void on_room(int) override {
     room_requested_ = false;
-    // Swapped into a kept scratch vector: waiters may queue themselves again while they run.
-    std::vector<Callback> waiters;
-    waiters.swap(room_scratch_);
-    waiters.swap(room_waiters_);
-    for (Callback& w : waiters) w();
-    waiters.clear();
-    if (room_scratch_.empty()) room_scratch_.swap(waiters);
+    run_waiters(room_waiters_, room_scratch_);
   }
 
   void on_ack(const Packet&) override { ++acks_; }

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <memory>
+#include <vector>
 
 #include "sim/callback.h"
 
@@ -32,4 +33,22 @@ TEST(UniqueFunction, LargeCallablesGoToTheHeapAndAreDestroyed) {
 }
 
 }  // namespace
+TEST(RunWaiters, RunsEachOnceAndKeepsThoseThatWaitAgain) {
+  std::vector<Callback> waiters, scratch;
+  int runs = 0;
+  waiters.push_back([&] { ++runs; });
+  // The second waiter queues a third while the list runs: it waits for the next call.
+  waiters.push_back([&] {
+    ++runs;
+    waiters.push_back([&] { runs += 10; });
+  });
+  run_waiters(waiters, scratch);
+  EXPECT_EQ(runs, 2);
+  ASSERT_EQ(waiters.size(), 1u);
+  EXPECT_TRUE(scratch.empty());
+  run_waiters(waiters, scratch);
+  EXPECT_EQ(runs, 12);
+  EXPECT_TRUE(waiters.empty());
+}
+
 }  // namespace moehub
