@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -32,11 +33,25 @@ inline std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
+inline fs::path scratch_path(const ::testing::TestInfo& info) {
+  return fs::temp_directory_path() / fmt::format("moehub-cli-{}-{}-{}", ::getpid(), info.test_suite_name(), info.name());
+}
+
+// Removes each test's scratch folder when the test ends (thousands accumulated in /tmp).
+class ScratchCleanup : public ::testing::EmptyTestEventListener {
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    std::error_code ec;
+    fs::remove_all(scratch_path(info), ec);
+  }
+};
+inline const bool kScratchCleanupInstalled = [] {
+  ::testing::UnitTest::GetInstance()->listeners().Append(new ScratchCleanup);
+  return true;
+}();
+
 // A folder of the running test's own (process, suite, test).
 inline fs::path scratch_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path d = fs::temp_directory_path() /
-               fmt::format("moehub-cli-{}-{}-{}", ::getpid(), info->test_suite_name(), info->name());
+  fs::path d = scratch_path(*::testing::UnitTest::GetInstance()->current_test_info());
   fs::create_directories(d);
   return d;
 }
