@@ -31,6 +31,11 @@ struct Packet {
   PacketKind kind = PacketKind::Write;
   // Higher wins at switch output arbitration (ties: round-robin over inputs).
   uint8_t priority = 0;
+  // A write's sender acts on its ack when the ack arrives (a fence, a completion). When false,
+  // the ack still crosses the fabric (link time, buffers, credits, arbitration) but nothing
+  // waits for it at the sender: the network retires it when it leaves the last switch, without
+  // a delivery event, and reports it to on_ack() then. An ack copies its write's flag.
+  bool ack_awaited = true;
   // Opaque to the network; an ack carries the cookie of the write it acknowledges.
   uint64_t cookie = 0;
   // The sender-side owner told about delivery and acks (non-owning; may be null).
@@ -50,7 +55,8 @@ class PacketClient {
   // learns of it only through an ack).
   virtual void on_delivered(const Packet&) {}
   // An ack for one of this client's writes arrived back at the sender; `ack.cookie` is the
-  // write's cookie, `ack.src` the GPU that received the write.
+  // write's cookie, `ack.src` the GPU that received the write. For writes sent with
+  // `ack_awaited = false` the call comes when the ack leaves the last switch (counters only).
   virtual void on_ack(const Packet&) {}
   // True if the receiving side should read this client's write cookies (e.g. thread-block
   // stores tag each write with the signal it feeds); otherwise the cookie is the sender's own

@@ -428,9 +428,31 @@ void PacketNetwork::send_on_downlink(uint32_t out, int tc, uint32_t in) {
   up.credits.give_at(credit_at, tc, s.flits);
   if (up.waiting) schedule_egress_wake(static_cast<int>(in), credit_at);
   const Time arrival = o.busy_until + link_latency_;
+  if (tc == 1) {
+    // The response class is never refused at ingress, so its buffer slot frees at arrival and
+    // the credit is known now (returns of a class stay in time order).
+    o.credits.give_at(arrival + link_latency_, tc, s.flits);
+    if (s.pkt.kind == PacketKind::Ack && !s.pkt.ack_awaited) {
+      retire_ack(dst, id);
+      return;
+    }
+  }
   s.ready_ps = arrival.ps();
   push(ingress(dst, plane, tc), id);
   schedule_ingress_wake(dst, plane, tc, arrival);
+}
+
+// An ack nobody waits for has done its work once it has crossed the links: its arrival needs
+// no event.
+void PacketNetwork::retire_ack(int gpu, uint32_t id) {
+  Slot& s = pool_[id];
+  ++ports_[static_cast<size_t>(gpu)].delivered;
+  ++delivered_packets_;
+  ++delivered_by_kind_[static_cast<size_t>(PacketKind::Ack)];
+  ++acks_delivered_;
+  if (s.pkt.client) s.pkt.client->on_ack(s.pkt);
+  s.next = free_head_;
+  free_head_ = id;
 }
 
 // One pending delivery event per ingress queue (not per packet) keeps the event heap small.
@@ -475,11 +497,14 @@ void PacketNetwork::on_ingress(int gpu, int plane, int tc) {
     Packet p = std::move(pool_[id].pkt);
     pool_[id].next = free_head_;
     free_head_ = id;
-    // The ingress slot frees now; the credit reaches the switch output one link latency later.
-    Output& o = outputs_[out];
-    const Time credit_at = now + link_latency_;
-    o.credits.give_at(credit_at, tc, flits);
-    if (o.waiting) schedule_output_wake(out, credit_at);
+    // The ingress slot frees now; the credit reaches the switch output one link latency later
+    // (the response class's credit was given when the packet was sent).
+    if (tc == 0) {
+      Output& o = outputs_[out];
+      const Time credit_at = now + link_latency_;
+      o.credits.give_at(credit_at, tc, flits);
+      if (o.waiting) schedule_output_wake(out, credit_at);
+    }
     ++port.delivered;
     ++delivered_packets_;
     ++delivered_by_kind_[static_cast<size_t>(p.kind)];
@@ -502,6 +527,7 @@ void PacketNetwork::on_ingress(int gpu, int plane, int tc) {
       a.priority = p.priority;
       a.cookie = p.cookie;
       a.client = p.client;
+      a.ack_awaited = p.ack_awaited;
       inject(std::move(a));
     }
     if (p.client) p.client->on_delivered(p);

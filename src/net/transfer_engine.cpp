@@ -69,6 +69,7 @@ void TransferEngine::pump(int gpu) {
     p.priority = t.priority;
     p.cookie = id;
     p.client = this;
+    p.ack_awaited = t.complete_on_ack;
     t.sent += payload;
     if (t.sent == t.bytes) {
       e.active.erase(e.active.begin() + static_cast<std::ptrdiff_t>(e.next));

@@ -142,6 +142,7 @@ class HubFabric::Node final : public gpu::StorePort,
       p.byte_mask = h.valid_mask;
       p.cookie = h.rowsp ? h.row_offset : 0;  // the line's RowOffset, full width (acks ignore it)
       p.client = this;
+      p.ack_awaited = false;  // the hub counts its acks; the DAM reacts to local write completions
       net->inject(std::move(p));
     } else {
       // Flow fidelity: the packet is a small transfer; it arrives when the fabric has carried it.

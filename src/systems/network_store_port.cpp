@@ -57,6 +57,7 @@ void NetworkStorePort::pump() {
     pkt.kind = PacketKind::Write;
     pkt.cookie = p.tag;
     pkt.client = this;
+    pkt.ack_awaited = false;  // remote stores are not fenced here: their acks are only traffic
     packets->inject(std::move(pkt));
     p.bytes_left -= payload;
     staged_bytes_ -= payload;
