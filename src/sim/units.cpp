@@ -71,7 +71,10 @@ uint64_t parse_with_units(std::string_view text, const std::array<Unit, N>& unit
       throw UnitParseError(fmt::format("missing unit in '{}' (expected a {} such as '{}')", text, what, example));
     }
     std::string known;
-    for (const Unit& u : units) known += (known.empty() ? "" : ", ") + std::string(u.suffix);
+    for (const Unit& u : units) {
+      if (!known.empty()) known += ", ";
+      known += u.suffix;
+    }
     throw UnitParseError(fmt::format("unknown unit '{}' in '{}' (expected a {} such as '{}'; units: {})", suffix,
                                      text, what, example, known));
   }
