@@ -15,6 +15,13 @@ FlowNetwork::FlowNetwork(const NetConfig& config, Simulator& sim, TraceRecorder*
   for (auto& r : resources_) r.capacity = static_cast<double>(cfg_.gpu_bandwidth.bytes_per_second());
 }
 
+namespace {
+// Heap order of a class's members: earliest finish first, then start order.
+constexpr auto later = [](const auto& a, const auto& b) {
+  return a.finish != b.finish ? a.finish > b.finish : a.seq > b.seq;
+};
+}  // namespace
+
 void FlowNetwork::transfer(int src, int dst, uint64_t bytes, int /*priority*/, Callback on_complete) {
   if (src < 0 || dst < 0 || src >= cfg_.gpus || dst >= cfg_.gpus) throw std::logic_error("transfer: GPU index out of range");
   if (bytes == 0 || src == dst) {
@@ -22,20 +29,41 @@ void FlowNetwork::transfer(int src, int dst, uint64_t bytes, int /*priority*/, C
     return;
   }
   advance();
-  Flow f;
-  f.src = src;
-  f.dst = dst;
-  f.remaining = static_cast<double>(bytes);
-  f.wire_per_byte = static_cast<double>(cfg_.wire_bytes(bytes)) / static_cast<double>(bytes);
-  f.ack_per_byte = cfg_.write_ack ? static_cast<double>(cfg_.packets_for(bytes) * cfg_.wire_flits(0) * cfg_.flit_bytes) /
-                                        static_cast<double>(bytes)
-                                  : 0.0;
+  const double wire_per_byte = static_cast<double>(cfg_.wire_bytes(bytes)) / static_cast<double>(bytes);
+  const double ack_per_byte =
+      cfg_.write_ack
+          ? static_cast<double>(cfg_.packets_for(bytes) * cfg_.wire_flits(0) * cfg_.flit_bytes) / static_cast<double>(bytes)
+          : 0.0;
+  FlowClass& c = class_for(src, dst, wire_per_byte, ack_per_byte);
   const uint64_t rest = bytes % cfg_.max_payload_bytes;
-  f.last_payload = static_cast<uint32_t>(rest ? rest : cfg_.max_payload_bytes);
-  f.on_complete = std::move(on_complete);
-  flows_.push_back(std::move(f));
+  c.members.push_back(Member{c.served + static_cast<double>(bytes), next_seq_++,
+                             static_cast<uint32_t>(rest ? rest : cfg_.max_payload_bytes), std::move(on_complete)});
+  std::push_heap(c.members.begin(), c.members.end(), later);
+  // Rates matter only once time moves: flows that start at the same instant (every hub
+  // issuing on the same clock edge) share one reallocation, at the end of that instant.
+  if (!unsettled_) {
+    unsettled_ = true;
+    sim_.schedule_in(Time::zero(), [this] { settle(); });
+  }
+}
+
+void FlowNetwork::settle() {
+  if (!unsettled_) return;
+  unsettled_ = false;
   reallocate();
   schedule_next();
+}
+
+FlowNetwork::FlowClass& FlowNetwork::class_for(int src, int dst, double wire_per_byte, double ack_per_byte) {
+  for (FlowClass& c : classes_) {
+    if (c.src == src && c.dst == dst && c.wire_per_byte == wire_per_byte && c.ack_per_byte == ack_per_byte) return c;
+  }
+  FlowClass& c = classes_.emplace_back();
+  c.src = src;
+  c.dst = dst;
+  c.wire_per_byte = wire_per_byte;
+  c.ack_per_byte = ack_per_byte;
+  return c;
 }
 
 // Moves every flow forward to now at its current rate.
@@ -44,64 +72,96 @@ void FlowNetwork::advance() {
   const double dt = (now - last_update_).seconds();
   last_update_ = now;
   if (dt <= 0) return;
-  for (auto& f : flows_) f.remaining = std::max(0.0, f.remaining - f.rate * dt);
+  for (auto& c : classes_) c.served += c.rate * dt;
   for (auto& r : resources_) r.bytes += r.load * dt;
 }
 
 // Progressive filling: raise every unfrozen flow's rate together until some resource is full,
-// freeze the flows crossing it, repeat (max-min fairness in payload rate).
+// freeze the flows crossing it, repeat (max-min fairness in payload rate). Each resource keeps
+// the weight of the unfrozen classes crossing it, reduced as they freeze, so a round costs one
+// pass over the resources rather than over the classes.
 void FlowNetwork::reallocate() {
-  const size_t nf = flows_.size();
-  std::vector<double> room(resources_.size());
-  for (size_t r = 0; r < resources_.size(); ++r) room[r] = resources_[r].capacity;
-  std::vector<char> frozen(nf, 0);
-  for (auto& f : flows_) f.rate = 0;
-  std::vector<double> weight(resources_.size());
-  size_t left = nf;
-  while (left > 0) {
-    std::fill(weight.begin(), weight.end(), 0.0);
-    for (size_t i = 0; i < nf; ++i) {
-      if (frozen[i]) continue;
-      const Flow& f = flows_[i];
-      weight[egress(f.src)] += f.wire_per_byte;
-      weight[ingress(f.dst)] += f.wire_per_byte;
-      weight[egress(f.dst)] += f.ack_per_byte;
-      weight[ingress(f.src)] += f.ack_per_byte;
+  const size_t nc = classes_.size();
+  const size_t nr = resources_.size();
+  // Scratch kept between calls: this runs at every flow start and completion.
+  Scratch& w = scratch_;
+  w.room.resize(nr);
+  w.weight.assign(nr, 0.0);
+  w.crossing.assign(nr, 0);  // unfrozen classes that load the resource
+  w.first.assign(nr + 1, 0);  // classes on resource r: on[first[r] .. first[r + 1])
+  for (size_t r = 0; r < nr; ++r) w.room[r] = resources_[r].capacity;
+  const auto touches = [&](const FlowClass& c, auto&& visit) {
+    if (c.wire_per_byte > 0) {
+      visit(egress(c.src), c.wire_per_byte);
+      visit(ingress(c.dst), c.wire_per_byte);
     }
+    if (c.ack_per_byte > 0) {
+      visit(egress(c.dst), c.ack_per_byte);
+      visit(ingress(c.src), c.ack_per_byte);
+    }
+  };
+  for (size_t i = 0; i < nc; ++i) {
+    FlowClass& c = classes_[i];
+    c.rate = 0;
+    const double n = static_cast<double>(c.members.size());
+    touches(c, [&](size_t r, double per_byte) {
+      w.weight[r] += n * per_byte;
+      ++w.crossing[r];
+    });
+  }
+  for (size_t r = 0; r < nr; ++r) w.first[r + 1] = w.first[r] + w.crossing[r];
+  w.on.resize(w.first[nr]);
+  w.fill.assign(w.first.begin(), w.first.end() - 1);
+  for (size_t i = 0; i < nc; ++i) {
+    touches(classes_[i], [&](size_t r, double) { w.on[w.fill[r]++] = static_cast<uint32_t>(i); });
+  }
+  auto& room = w.room;
+  auto& weight = w.weight;
+  auto& crossing = w.crossing;
+  std::vector<char>& frozen = w.frozen;
+  frozen.assign(nc, 0);
+  double level = 0;  // the rate of every unfrozen class
+  size_t left = nc;
+  while (left > 0) {
     double step = INFINITY;
     size_t bottleneck = 0;
-    for (size_t r = 0; r < resources_.size(); ++r) {
-      if (weight[r] > 0 && room[r] / weight[r] < step) {
+    for (size_t r = 0; r < nr; ++r) {
+      if (crossing[r] > 0 && room[r] / weight[r] < step) {
         step = room[r] / weight[r];
         bottleneck = r;
       }
     }
-    room[bottleneck] = 0;
-    for (size_t r = 0; r < resources_.size(); ++r) {
-      if (r != bottleneck) room[r] -= step * weight[r];
+    if (step == INFINITY) break;
+    level += step;
+    for (size_t r = 0; r < nr; ++r) {
+      if (crossing[r] > 0) room[r] = r == bottleneck ? 0.0 : room[r] - step * weight[r];
     }
-    for (size_t i = 0; i < nf; ++i) {
-      if (!frozen[i]) flows_[i].rate += step;
-    }
-    // Freeze flows on resources that are now full (relative tolerance for rounding).
-    for (size_t i = 0; i < nf; ++i) {
-      if (frozen[i]) continue;
-      const Flow& f = flows_[i];
-      const auto full = [&](size_t r, double w) { return w > 0 && room[r] <= resources_[r].capacity * 1e-12; };
-      if (full(egress(f.src), f.wire_per_byte) || full(ingress(f.dst), f.wire_per_byte) ||
-          full(egress(f.dst), f.ack_per_byte) || full(ingress(f.src), f.ack_per_byte)) {
+    // Freeze the classes on resources that are now full (relative tolerance for rounding).
+    for (size_t r = 0; r < nr; ++r) {
+      if (crossing[r] == 0 || room[r] > resources_[r].capacity * 1e-12) continue;
+      for (uint32_t k = w.first[r]; k < w.first[r + 1]; ++k) {
+        const uint32_t i = w.on[k];
+        if (frozen[i]) continue;
         frozen[i] = 1;
         --left;
+        FlowClass& c = classes_[i];
+        c.rate = level;
+        const double n = static_cast<double>(c.members.size());
+        touches(c, [&](size_t q, double per_byte) {
+          weight[q] -= n * per_byte;
+          --crossing[q];
+        });
       }
     }
   }
   const int64_t now = sim_.now().ps();
   for (auto& r : resources_) r.load = 0;
-  for (const auto& f : flows_) {
-    resources_[egress(f.src)].load += f.rate * f.wire_per_byte;
-    resources_[ingress(f.dst)].load += f.rate * f.wire_per_byte;
-    resources_[egress(f.dst)].load += f.rate * f.ack_per_byte;
-    resources_[ingress(f.src)].load += f.rate * f.ack_per_byte;
+  for (const auto& c : classes_) {
+    const double rate = static_cast<double>(c.members.size()) * c.rate;
+    resources_[egress(c.src)].load += rate * c.wire_per_byte;
+    resources_[ingress(c.dst)].load += rate * c.wire_per_byte;
+    resources_[egress(c.dst)].load += rate * c.ack_per_byte;
+    resources_[ingress(c.src)].load += rate * c.ack_per_byte;
   }
   for (size_t i = 0; i < resources_.size(); ++i) {
     Resource& r = resources_[i];
@@ -123,8 +183,8 @@ void FlowNetwork::schedule_next() {
   if (pending_.valid()) sim_.cancel(pending_);
   pending_ = EventHandle{};
   double soonest = INFINITY;
-  for (const auto& f : flows_) {
-    if (f.rate > 0) soonest = std::min(soonest, f.remaining / f.rate);
+  for (const auto& c : classes_) {
+    if (c.rate > 0) soonest = std::min(soonest, std::max(0.0, c.members.front().finish - c.served) / c.rate);
   }
   if (soonest == INFINITY) return;
   const Time at = Time::from_ps(static_cast<int64_t>(std::ceil(soonest * 1e12)));
@@ -138,29 +198,40 @@ void FlowNetwork::on_event(uint64_t generation) {
   advance();
   // A flow whose payload has left the source completes once its last packet has crossed the
   // switch and reached the destination (the packet model's pipeline tail).
-  std::vector<Callback> done;
-  std::vector<Time> tails;
-  for (size_t i = 0; i < flows_.size();) {
-    Flow& f = flows_[i];
-    if (f.remaining <= std::max(1e-6, f.rate * 1e-12)) {
-      const Time ser = cfg_.plane_bandwidth().transfer_time(static_cast<uint64_t>(cfg_.wire_flits(f.last_payload)) *
+  struct Done {
+    uint64_t seq;
+    Time tail;
+    Callback on_complete;
+  };
+  std::vector<Done> done;
+  for (FlowClass& c : classes_) {
+    while (!c.members.empty() && c.members.front().finish - c.served <= std::max(1e-6, c.rate * 1e-12)) {
+      std::pop_heap(c.members.begin(), c.members.end(), later);
+      Member& m = c.members.back();
+      const Time ser = cfg_.plane_bandwidth().transfer_time(static_cast<uint64_t>(cfg_.wire_flits(m.last_payload)) *
                                                             cfg_.flit_bytes);
-      tails.push_back(ser + cfg_.gpu_switch_latency * 2 + cfg_.switch_latency);
-      done.push_back(std::move(f.on_complete));
-      flows_.erase(flows_.begin() + static_cast<std::ptrdiff_t>(i));
+      done.push_back(Done{m.seq, ser + cfg_.gpu_switch_latency * 2 + cfg_.switch_latency, std::move(m.on_complete)});
+      c.members.pop_back();
       ++flows_completed_;
-    } else {
-      ++i;
     }
   }
+  std::erase_if(classes_, [](const FlowClass& c) { return c.members.empty(); });
+  std::sort(done.begin(), done.end(), [](const Done& a, const Done& b) { return a.seq < b.seq; });
+  unsettled_ = false;
   reallocate();
   schedule_next();
-  for (size_t i = 0; i < done.size(); ++i) sim_.schedule_in(tails[i], std::move(done[i]));
+  for (Done& d : done) sim_.schedule_in(d.tail, std::move(d.on_complete));
 }
 
-std::vector<double> FlowNetwork::rates() const {
+std::vector<double> FlowNetwork::rates() {
+  settle();
+  std::vector<std::pair<uint64_t, double>> by_start;
+  for (const auto& c : classes_) {
+    for (const auto& m : c.members) by_start.emplace_back(m.seq, c.rate);
+  }
+  std::sort(by_start.begin(), by_start.end());
   std::vector<double> r;
-  for (const auto& f : flows_) r.push_back(f.rate);
+  for (const auto& [seq, rate] : by_start) r.push_back(rate);
   return r;
 }
 

@@ -24,18 +24,28 @@ class FlowNetwork final : public Network {
   const NetConfig& config() const override { return cfg_; }
 
   // Current payload rate of every active flow (bytes/s), in start order; for tests.
-  std::vector<double> rates() const;
+  std::vector<double> rates();
 
  private:
-  struct Flow {
-    int src = 0;
-    int dst = 0;
-    double remaining = 0;  // payload bytes
-    double rate = 0;       // payload bytes per second
-    double wire_per_byte = 0;
-    double ack_per_byte = 0;
+  // Flows with the same endpoints and the same wire and ack bytes per payload byte get the same
+  // max-min rate, so they are allocated as one class: a progressive filling over classes, not
+  // flows (a hub packet is one small flow each, and thousands are in flight at once). Members
+  // of a class progress together: the class counts the payload each member has received
+  // (`served`), and a member is done when that reaches its `finish`.
+  struct Member {
+    double finish = 0;  // the class's `served` at which this flow's payload has left
+    uint64_t seq = 0;   // start order: completions at one instant are reported in it
     uint32_t last_payload = 0;
     Callback on_complete;
+  };
+  struct FlowClass {
+    int src = 0;
+    int dst = 0;
+    double wire_per_byte = 0;
+    double ack_per_byte = 0;
+    double rate = 0;    // payload bytes per second, per member
+    double served = 0;  // payload bytes each member has received since the class formed
+    std::vector<Member> members;  // a min-heap on (finish, seq)
   };
   struct Resource {  // one GPU's links in one direction, all planes together
     double capacity = 0;  // wire bytes per second
@@ -47,16 +57,26 @@ class FlowNetwork final : public Network {
 
   size_t egress(int gpu) const { return static_cast<size_t>(gpu) * 2; }
   size_t ingress(int gpu) const { return static_cast<size_t>(gpu) * 2 + 1; }
+  FlowClass& class_for(int src, int dst, double wire_per_byte, double ack_per_byte);
   void advance();
   void reallocate();
   void schedule_next();
   void on_event(uint64_t generation);
+  void settle();  // reallocates and schedules the next completion if flows started since
 
   NetConfig cfg_;
   Simulator& sim_;
   TraceRecorder* trace_;
-  std::vector<Flow> flows_;
+  struct Scratch {
+    std::vector<double> room, weight;
+    std::vector<uint32_t> crossing, first, fill, on;
+    std::vector<char> frozen;
+  };
+  std::vector<FlowClass> classes_;  // in order of formation; empty classes are removed
+  Scratch scratch_;
   std::vector<Resource> resources_;
+  uint64_t next_seq_ = 0;
+  bool unsettled_ = false;
   Time last_update_;
   uint64_t generation_ = 0;
   EventHandle pending_;

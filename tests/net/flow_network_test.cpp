@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "net/flow_network.h"
 #include "net/net_test_util.h"
 
@@ -61,6 +63,36 @@ TEST(FlowNetwork, MaxMinFairnessGivesLeftoverCapacityToUnconstrainedFlows) {
   const auto s = net.stats();
   EXPECT_EQ(s["fidelity"], "flow");
   EXPECT_EQ(s["flows_completed"], 3);
+}
+
+// A hub's packets are one flow each: many equal flows of one pair share the link as one class.
+TEST(FlowNetwork, ManyEqualFlowsOfOnePairShareTheLinkAndFinishTogetherInStartOrder) {
+  Simulator sim;
+  FlowNetwork net(test::h800_like(2), sim);
+  std::vector<int> order;
+  for (int i = 0; i < 100; ++i) net.transfer(0, 1, 128, 0, [&, i] { order.push_back(i); });
+  const auto r = net.rates();
+  ASSERT_EQ(r.size(), 100u);
+  for (double x : r) EXPECT_NEAR(x / (200e9 * 128 / 144 / 100), 1.0, 1e-9);
+  sim.run();
+  // 100 x 144 wire bytes at 200 GB/s = 72 ns, then the packet's switch link and 600 ns.
+  EXPECT_NEAR(static_cast<double>(sim.now().ps()), 72000 + 2880 + 600000, 1);
+  ASSERT_EQ(order.size(), 100u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(order[static_cast<size_t>(i)], i);
+}
+
+// Members of one class that started at different times progress together but finish apart.
+TEST(FlowNetwork, ALaterFlowOfTheSameClassHalvesTheRateAndFinishesLater) {
+  Simulator sim;
+  FlowNetwork net(test::h800_like(2), sim);
+  Time a_done, b_done;
+  net.transfer(0, 1, 1 << 20, 0, [&] { a_done = sim.now(); });
+  sim.schedule_at(Time::from_ns(1000), [&] { net.transfer(0, 1, 1 << 20, 0, [&] { b_done = sim.now(); }); });
+  sim.run();
+  // Wire bytes: 1179648 per flow. A: 200000 alone in 1 us, the other 979648 at 100 GB/s
+  // (9.79648 us); B: 979648 shared, then 200000 alone (1 us). Each then adds 602880 ps.
+  EXPECT_NEAR(static_cast<double>(a_done.ps()), 10796480 + 602880, 1);
+  EXPECT_NEAR(static_cast<double>(b_done.ps()), 11796480 + 602880, 1);
 }
 
 }  // namespace
