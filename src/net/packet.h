@@ -33,8 +33,9 @@ struct Packet {
   uint8_t priority = 0;
   // A write's sender acts on its ack when the ack arrives (a fence, a completion). When false,
   // the ack still crosses the fabric (link time, buffers, credits, arbitration) but nothing
-  // waits for it at the sender: the network retires it when it leaves the last switch, without
-  // a delivery event, and reports it to on_ack() then. An ack copies its write's flag.
+  // waits for it at the sender: the network retires it when the last switch sends it on its
+  // final link, without a delivery event, and reports it to on_ack() then. An ack copies its
+  // write's flag.
   bool ack_awaited = true;
   // Opaque to the network; an ack carries the cookie of the write it acknowledges.
   uint64_t cookie = 0;
@@ -56,7 +57,7 @@ class PacketClient {
   virtual void on_delivered(const Packet&) {}
   // An ack for one of this client's writes arrived back at the sender; `ack.cookie` is the
   // write's cookie, `ack.src` the GPU that received the write. For writes sent with
-  // `ack_awaited = false` the call comes when the ack leaves the last switch (counters only).
+  // `ack_awaited = false` the call comes when the last switch sends the ack on its final link (counters only).
   virtual void on_ack(const Packet&) {}
   // True if the receiving side should read this client's write cookies (e.g. thread-block
   // stores tag each write with the signal it feeds); otherwise the cookie is the sender's own

@@ -445,14 +445,15 @@ void PacketNetwork::send_on_downlink(uint32_t out, int tc, uint32_t in) {
 // An ack nobody waits for has done its work once it has crossed the links: its arrival needs
 // no event.
 void PacketNetwork::retire_ack(int gpu, uint32_t id) {
-  Slot& s = pool_[id];
+  // The slot is freed before the client hears: a client that injects may grow the pool.
+  const Packet p = std::move(pool_[id].pkt);
+  pool_[id].next = free_head_;
+  free_head_ = id;
   ++ports_[static_cast<size_t>(gpu)].delivered;
   ++delivered_packets_;
   ++delivered_by_kind_[static_cast<size_t>(PacketKind::Ack)];
   ++acks_delivered_;
-  if (s.pkt.client) s.pkt.client->on_ack(s.pkt);
-  s.next = free_head_;
-  free_head_ = id;
+  if (p.client) p.client->on_ack(p);
 }
 
 // One pending delivery event per ingress queue (not per packet) keeps the event heap small.

@@ -92,6 +92,8 @@ void TransferEngine::on_delivered(const Packet& p) {
 }
 
 void TransferEngine::on_ack(const Packet& ack) {
+  // An ack nobody awaits may come back after its transfer ended and its id was reused.
+  if (!ack.ack_awaited) return;
   const uint32_t id = static_cast<uint32_t>(ack.cookie);
   Transfer& t = transfers_[id];
   if (t.complete_on_ack) progress(id, std::min<uint64_t>(t.packet_payload, t.bytes - t.done));

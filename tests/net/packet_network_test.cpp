@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "net/collectives.h"
 #include "net/net_test_util.h"
 #include "net/packet_network.h"
 
@@ -80,6 +81,44 @@ TEST(PacketNetwork, AckIsOneFlitPacketBackToTheSender) {
   const auto s = net.stats();
   EXPECT_EQ(s["acks_delivered"], 1);
   EXPECT_EQ(s["packets_delivered"], 2);
+}
+
+// An ack its sender does not wait for takes the same links, but is retired when the last switch
+// puts it on the link to the sender: no delivery event, and on_ack is told then.
+TEST(PacketNetwork, AnAckNobodyAwaitsIsRetiredWhenTheLastSwitchSendsIt) {
+  Simulator sim;
+  NetConfig c = test::h800_like(2);
+  c.write_ack = true;
+  PacketNetwork net(c, sim);
+  AckRecorder client(sim);
+  Packet p = write(0, 1, 128, 7, &client);
+  p.ack_awaited = false;
+  net.inject(std::move(p));
+  sim.run();
+  ASSERT_EQ(client.ack_at.size(), 1u);
+  // Data delivered at 605760 ps; the ack's GPU link (320 ps), 250 + 100 ns to the switch output.
+  EXPECT_EQ(client.ack_at[0].ps(), 605760 + 320 + 350000);
+  EXPECT_EQ(sim.now().ps(), 605760 + 320 + 350000);  // nothing happens at its arrival
+  const auto s = net.stats();
+  EXPECT_EQ(s["acks_delivered"], 1);
+  EXPECT_EQ(s["packets_delivered"], 2);
+}
+
+// A transfer that completes on delivery frees its id while its last write's ack is in flight;
+// a put that completes on its acks and reuses the id must not count that stale ack.
+TEST(PacketNetwork, AStaleAckDoesNotCompleteAPutThatReusedItsTransferId) {
+  Simulator sim;
+  NetConfig c = test::h800_like(2);
+  c.write_ack = true;
+  PacketNetwork net(c, sim);
+  uint64_t acks_at_put_end = 0;
+  net.transfer(0, 1, 128, 0, [&] {
+    thread_block_put(net, 0, 1, 3 * 128, 128, 0, [&] { acks_at_put_end = net.stats()["acks_delivered"]; });
+  });
+  sim.run();
+  // The transfer's ack, then the put's three: the put ends with its own third ack.
+  EXPECT_EQ(acks_at_put_end, 4u);
+  EXPECT_EQ(net.stats()["acks_delivered"], 4);
 }
 
 TEST(PacketNetwork, HeaderWordsTravelWithThePacket) {
