@@ -37,9 +37,11 @@ inline fs::path scratch_path(const ::testing::TestInfo& info) {
   return fs::temp_directory_path() / fmt::format("moehub-cli-{}-{}-{}", ::getpid(), info.test_suite_name(), info.name());
 }
 
-// Removes each test's scratch folder when the test ends (thousands accumulated in /tmp).
+// Removes each passing test's scratch folder when it ends (thousands accumulated in /tmp); a
+// failed test's folder stays for a look at what the program wrote.
 class ScratchCleanup : public ::testing::EmptyTestEventListener {
   void OnTestEnd(const ::testing::TestInfo& info) override {
+    if (info.result() != nullptr && info.result()->Failed()) return;
     std::error_code ec;
     fs::remove_all(scratch_path(info), ec);
   }
