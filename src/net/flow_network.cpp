@@ -35,9 +35,13 @@ void FlowNetwork::transfer(int src, int dst, uint64_t bytes, int /*priority*/, C
           ? static_cast<double>(cfg_.packets_for(bytes) * cfg_.wire_flits(0) * cfg_.flit_bytes) / static_cast<double>(bytes)
           : 0.0;
   FlowClass& c = class_for(src, dst, wire_per_byte, ack_per_byte);
+  // Once its payload has left, the flow completes when its last packet has crossed the switch
+  // and reached the destination (the packet model's pipeline tail).
   const uint64_t rest = bytes % cfg_.max_payload_bytes;
-  c.members.push_back(Member{c.served + static_cast<double>(bytes), next_seq_++,
-                             static_cast<uint32_t>(rest ? rest : cfg_.max_payload_bytes), std::move(on_complete)});
+  const uint32_t last_payload = static_cast<uint32_t>(rest ? rest : cfg_.max_payload_bytes);
+  const Time tail = cfg_.plane_bandwidth().transfer_time(static_cast<uint64_t>(cfg_.wire_flits(last_payload)) * cfg_.flit_bytes) +
+                    cfg_.gpu_switch_latency * 2 + cfg_.switch_latency;
+  c.members.push_back(Member{c.served + static_cast<double>(bytes), next_seq_++, tail, std::move(on_complete)});
   std::push_heap(c.members.begin(), c.members.end(), later);
   // Rates matter only once time moves: flows that start at the same instant (every hub
   // issuing on the same clock edge) share one reallocation, at the end of that instant.
@@ -158,10 +162,7 @@ void FlowNetwork::reallocate() {
   for (auto& r : resources_) r.load = 0;
   for (const auto& c : classes_) {
     const double rate = static_cast<double>(c.members.size()) * c.rate;
-    resources_[egress(c.src)].load += rate * c.wire_per_byte;
-    resources_[ingress(c.dst)].load += rate * c.wire_per_byte;
-    resources_[egress(c.dst)].load += rate * c.ack_per_byte;
-    resources_[ingress(c.src)].load += rate * c.ack_per_byte;
+    touches(c, [&](size_t r, double per_byte) { resources_[r].load += rate * per_byte; });
   }
   for (size_t i = 0; i < resources_.size(); ++i) {
     Resource& r = resources_[i];
@@ -196,8 +197,6 @@ void FlowNetwork::on_event(uint64_t generation) {
   if (generation != generation_) return;
   pending_ = EventHandle{};
   advance();
-  // A flow whose payload has left the source completes once its last packet has crossed the
-  // switch and reached the destination (the packet model's pipeline tail).
   struct Done {
     uint64_t seq;
     Time tail;
@@ -208,9 +207,7 @@ void FlowNetwork::on_event(uint64_t generation) {
     while (!c.members.empty() && c.members.front().finish - c.served <= std::max(1e-6, c.rate * 1e-12)) {
       std::pop_heap(c.members.begin(), c.members.end(), later);
       Member& m = c.members.back();
-      const Time ser = cfg_.plane_bandwidth().transfer_time(static_cast<uint64_t>(cfg_.wire_flits(m.last_payload)) *
-                                                            cfg_.flit_bytes);
-      done.push_back(Done{m.seq, ser + cfg_.gpu_switch_latency * 2 + cfg_.switch_latency, std::move(m.on_complete)});
+      done.push_back(Done{m.seq, m.tail, std::move(m.on_complete)});
       c.members.pop_back();
       ++flows_completed_;
     }

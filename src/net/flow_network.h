@@ -35,7 +35,7 @@ class FlowNetwork final : public Network {
   struct Member {
     double finish = 0;  // the class's `served` at which this flow's payload has left
     uint64_t seq = 0;   // start order: completions at one instant are reported in it
-    uint32_t last_payload = 0;
+    Time tail;          // from the payload's departure to completion (the last packet's trip)
     Callback on_complete;
   };
   struct FlowClass {

@@ -445,15 +445,24 @@ void PacketNetwork::send_on_downlink(uint32_t out, int tc, uint32_t in) {
 // An ack nobody waits for has done its work once it has crossed the links: its arrival needs
 // no event.
 void PacketNetwork::retire_ack(int gpu, uint32_t id) {
-  // The slot is freed before the client hears: a client that injects may grow the pool.
-  const Packet p = std::move(pool_[id].pkt);
+  const Packet p = release(id);
+  count_delivered(gpu, p.kind);
+  if (p.client) p.client->on_ack(p);
+}
+
+// The slot is freed before anyone hears of the packet: a client that injects may grow the pool.
+Packet PacketNetwork::release(uint32_t id) {
+  Packet p = std::move(pool_[id].pkt);
   pool_[id].next = free_head_;
   free_head_ = id;
+  return p;
+}
+
+void PacketNetwork::count_delivered(int gpu, PacketKind kind) {
   ++ports_[static_cast<size_t>(gpu)].delivered;
   ++delivered_packets_;
-  ++delivered_by_kind_[static_cast<size_t>(PacketKind::Ack)];
-  ++acks_delivered_;
-  if (p.client) p.client->on_ack(p);
+  ++delivered_by_kind_[static_cast<size_t>(kind)];
+  if (kind == PacketKind::Ack) ++acks_delivered_;
 }
 
 // One pending delivery event per ingress queue (not per packet) keeps the event heap small.
@@ -495,9 +504,7 @@ void PacketNetwork::on_ingress(int gpu, int plane, int tc) {
     }
     const uint32_t id = pop(q);
     const uint16_t flits = pool_[id].flits;
-    Packet p = std::move(pool_[id].pkt);
-    pool_[id].next = free_head_;
-    free_head_ = id;
+    Packet p = release(id);
     // The ingress slot frees now; the credit reaches the switch output one link latency later
     // (the response class's credit was given when the packet was sent).
     if (tc == 0) {
@@ -506,12 +513,9 @@ void PacketNetwork::on_ingress(int gpu, int plane, int tc) {
       o.credits.give_at(credit_at, tc, flits);
       if (o.waiting) schedule_output_wake(out, credit_at);
     }
-    ++port.delivered;
-    ++delivered_packets_;
-    ++delivered_by_kind_[static_cast<size_t>(p.kind)];
+    count_delivered(gpu, p.kind);
     if (tc == 1) {
       if (p.kind == PacketKind::Ack) {
-        ++acks_delivered_;
         if (p.client) p.client->on_ack(p);
       } else {
         if (p.client) p.client->on_delivered(p);

@@ -126,6 +126,8 @@ class PacketNetwork final : public Network {
   void on_ingress(int gpu, int plane, int tc);
   void schedule_ingress_wake(int gpu, int plane, int tc, Time at);
   void retire_ack(int gpu, uint32_t id);
+  Packet release(uint32_t id);  // moves the packet out of its slot and frees the slot
+  void count_delivered(int gpu, PacketKind kind);
   void retry_ingress(int gpu, Blocked reason);
 
   Queue& egress(int gpu, int tc) { return egress_[static_cast<size_t>(gpu) * 2 + static_cast<size_t>(tc)]; }

@@ -64,44 +64,49 @@ TEST(PacketNetwork, OneFullPacketArrivesAfterSerialisationAndLatencies) {
   EXPECT_EQ(rx.got[0].payload_bytes, 128u);
 }
 
-TEST(PacketNetwork, AckIsOneFlitPacketBackToTheSender) {
-  Simulator sim;
-  NetConfig c = test::h800_like(2);
-  c.write_ack = true;
-  PacketNetwork net(c, sim);
-  AckRecorder client(sim);
-  net.inject(write(0, 1, 128, 7, &client));
-  sim.run();
-  ASSERT_EQ(client.ack_at.size(), 1u);
-  // Data delivered at 605760 ps; the ack (1 flit = 320 ps per link) takes 320 + 250000 +
-  // 100000 + 320 + 250000 = 600640 ps back.
-  EXPECT_EQ(client.ack_at[0].ps(), 605760 + 600640);
-  EXPECT_EQ(client.cookies[0], 7u);
-  EXPECT_EQ(client.from[0], 1);
-  const auto s = net.stats();
-  EXPECT_EQ(s["acks_delivered"], 1);
-  EXPECT_EQ(s["packets_delivered"], 2);
-}
-
-// An ack its sender does not wait for takes the same links, but is retired when the last switch
-// puts it on the link to the sender: no delivery event, and on_ack is told then.
-TEST(PacketNetwork, AnAckNobodyAwaitsIsRetiredWhenTheLastSwitchSendsIt) {
+// One 128 B write from GPU 0 to GPU 1 with acks on (cookie 7): what its sender heard.
+struct AckedWrite {
+  std::vector<Time> ack_at;
+  std::vector<uint64_t> cookies;
+  std::vector<int> from;
+  Time end;
+  nlohmann::json stats;
+};
+AckedWrite one_acked_write(bool ack_awaited) {
   Simulator sim;
   NetConfig c = test::h800_like(2);
   c.write_ack = true;
   PacketNetwork net(c, sim);
   AckRecorder client(sim);
   Packet p = write(0, 1, 128, 7, &client);
-  p.ack_awaited = false;
+  p.ack_awaited = ack_awaited;
   net.inject(std::move(p));
   sim.run();
-  ASSERT_EQ(client.ack_at.size(), 1u);
+  return {client.ack_at, client.cookies, client.from, sim.now(), net.stats()};
+}
+
+TEST(PacketNetwork, AckIsOneFlitPacketBackToTheSender) {
+  const AckedWrite w = one_acked_write(true);
+  ASSERT_EQ(w.ack_at.size(), 1u);
+  // Data delivered at 605760 ps; the ack (1 flit = 320 ps per link) takes 320 + 250000 +
+  // 100000 + 320 + 250000 = 600640 ps back.
+  EXPECT_EQ(w.ack_at[0].ps(), 605760 + 600640);
+  EXPECT_EQ(w.cookies[0], 7u);
+  EXPECT_EQ(w.from[0], 1);
+  EXPECT_EQ(w.stats["acks_delivered"], 1);
+  EXPECT_EQ(w.stats["packets_delivered"], 2);
+}
+
+// An ack its sender does not wait for takes the same links, but is retired when the last switch
+// puts it on the link to the sender: no delivery event, and on_ack is told then.
+TEST(PacketNetwork, AnAckNobodyAwaitsIsRetiredWhenTheLastSwitchSendsIt) {
+  const AckedWrite w = one_acked_write(false);
+  ASSERT_EQ(w.ack_at.size(), 1u);
   // Data delivered at 605760 ps; the ack's GPU link (320 ps), 250 + 100 ns to the switch output.
-  EXPECT_EQ(client.ack_at[0].ps(), 605760 + 320 + 350000);
-  EXPECT_EQ(sim.now().ps(), 605760 + 320 + 350000);  // nothing happens at its arrival
-  const auto s = net.stats();
-  EXPECT_EQ(s["acks_delivered"], 1);
-  EXPECT_EQ(s["packets_delivered"], 2);
+  EXPECT_EQ(w.ack_at[0].ps(), 605760 + 320 + 350000);
+  EXPECT_EQ(w.end.ps(), 605760 + 320 + 350000);  // nothing happens at its arrival
+  EXPECT_EQ(w.stats["acks_delivered"], 1);
+  EXPECT_EQ(w.stats["packets_delivered"], 2);
 }
 
 // A transfer that completes on delivery frees its id while its last write's ack is in flight;
