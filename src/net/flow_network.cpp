@@ -12,6 +12,7 @@ FlowNetwork::FlowNetwork(const NetConfig& config, Simulator& sim, TraceRecorder*
     : cfg_(config), sim_(sim), trace_(trace) {
   cfg_.validate();
   resources_.resize(static_cast<size_t>(cfg_.gpus) * 2);
+  classes_by_pair_.resize(static_cast<size_t>(cfg_.gpus) * static_cast<size_t>(cfg_.gpus));
   for (auto& r : resources_) r.capacity = static_cast<double>(cfg_.gpu_bandwidth.bytes_per_second());
 }
 
@@ -59,9 +60,12 @@ void FlowNetwork::settle() {
 }
 
 FlowNetwork::FlowClass& FlowNetwork::class_for(int src, int dst, double wire_per_byte, double ack_per_byte) {
-  for (FlowClass& c : classes_) {
-    if (c.src == src && c.dst == dst && c.wire_per_byte == wire_per_byte && c.ack_per_byte == ack_per_byte) return c;
+  std::vector<uint32_t>& same_pair = classes_by_pair_[static_cast<size_t>(src) * static_cast<size_t>(cfg_.gpus) + static_cast<size_t>(dst)];
+  for (const uint32_t i : same_pair) {
+    FlowClass& c = classes_[i];
+    if (c.wire_per_byte == wire_per_byte && c.ack_per_byte == ack_per_byte) return c;
   }
+  same_pair.push_back(static_cast<uint32_t>(classes_.size()));
   FlowClass& c = classes_.emplace_back();
   c.src = src;
   c.dst = dst;
@@ -212,7 +216,13 @@ void FlowNetwork::on_event(uint64_t generation) {
       ++flows_completed_;
     }
   }
-  std::erase_if(classes_, [](const FlowClass& c) { return c.members.empty(); });
+  bool emptied = false;
+  for (const FlowClass& c : classes_) emptied = emptied || c.members.empty();
+  if (emptied) {
+    for (const FlowClass& c : classes_) pair_classes(c).clear();
+    std::erase_if(classes_, [](const FlowClass& c) { return c.members.empty(); });
+    for (size_t i = 0; i < classes_.size(); ++i) pair_classes(classes_[i]).push_back(static_cast<uint32_t>(i));
+  }
   std::sort(done.begin(), done.end(), [](const Done& a, const Done& b) { return a.seq < b.seq; });
   unsettled_ = false;
   reallocate();

@@ -95,5 +95,42 @@ TEST(FlowNetwork, ALaterFlowOfTheSameClassHalvesTheRateAndFinishesLater) {
   EXPECT_NEAR(static_cast<double>(b_done.ps()), 11796480 + 602880, 1);
 }
 
+// Flows of one pair with different header overheads are two classes: the link is shared by
+// payload rate (max-min), each paying its own wire bytes.
+TEST(FlowNetwork, FlowsOfOnePairWithDifferentPacketFillsAreSeparateClasses) {
+  Simulator sim;
+  FlowNetwork net(test::h800_like(2), sim);
+  net.transfer(0, 1, 1 << 20, 0, [] {});  // 144 wire bytes per 128 of payload
+  net.transfer(0, 1, 64, 0, [] {});       // one 64 B packet: 80 wire bytes
+  net.transfer(0, 1, 1 << 20, 0, [] {});  // joins the first class
+  // Every flow gets the same payload rate r: 2 x 1.125 r + 1.25 r = 200 GB/s.
+  const auto r = net.rates();
+  ASSERT_EQ(r.size(), 3u);
+  for (double x : r) EXPECT_NEAR(x / (200e9 / 3.5), 1.0, 1e-9);
+  sim.run();
+}
+
+// Classes are removed when their last flow ends; a later flow must still find its own pair's
+// class, not whichever class now sits where its class used to be.
+TEST(FlowNetwork, AFlowFindsItsClassAfterAnEarlierClassWasRemoved) {
+  Simulator sim;
+  FlowNetwork net(test::h800_like(4), sim);
+  net.transfer(0, 1, 128, 0, [] {});      // the first class: ends within a nanosecond
+  net.transfer(2, 3, 1 << 20, 0, [] {});  // the second class, then the first
+  net.transfer(1, 0, 1 << 20, 0, [] {});  // the third class, then the second
+  std::vector<double> later;
+  sim.schedule_at(Time::from_ns(100), [&] {
+    net.transfer(2, 3, 1 << 20, 0, [] {});  // joins the 2->3 class
+    later = net.rates();
+  });
+  sim.run();
+  // The two 2->3 flows share GPU 2's egress; 1->0 has its links alone.
+  const double link = 200e9 * 128 / 144;
+  ASSERT_EQ(later.size(), 3u);
+  EXPECT_NEAR(later[0] / (link / 2), 1.0, 1e-9);
+  EXPECT_NEAR(later[1] / link, 1.0, 1e-9);
+  EXPECT_NEAR(later[2] / (link / 2), 1.0, 1e-9);
+}
+
 }  // namespace
 }  // namespace moehub
