@@ -44,6 +44,7 @@ void FlowNetwork::transfer(int src, int dst, uint64_t bytes, int /*priority*/, C
                     cfg_.gpu_switch_latency * 2 + cfg_.switch_latency;
   c.members.push_back(Member{c.served + static_cast<double>(bytes), next_seq_++, tail, std::move(on_complete)});
   std::push_heap(c.members.begin(), c.members.end(), later);
+  c.next_finish = c.members.front().finish;
   // Rates matter only once time moves: flows that start at the same instant (every hub
   // issuing on the same clock edge) share one reallocation, at the end of that instant.
   if (!unsettled_) {
@@ -189,7 +190,7 @@ void FlowNetwork::schedule_next() {
   pending_ = EventHandle{};
   double soonest = INFINITY;
   for (const auto& c : classes_) {
-    if (c.rate > 0) soonest = std::min(soonest, std::max(0.0, c.members.front().finish - c.served) / c.rate);
+    if (c.rate > 0) soonest = std::min(soonest, std::max(0.0, c.next_finish - c.served) / c.rate);
   }
   if (soonest == INFINITY) return;
   const Time at = Time::from_ps(static_cast<int64_t>(std::ceil(soonest * 1e12)));
@@ -201,23 +202,19 @@ void FlowNetwork::on_event(uint64_t generation) {
   if (generation != generation_) return;
   pending_ = EventHandle{};
   advance();
-  struct Done {
-    uint64_t seq;
-    Time tail;
-    Callback on_complete;
-  };
-  std::vector<Done> done;
+  std::vector<Done>& done = done_scratch_;
+  bool emptied = false;
   for (FlowClass& c : classes_) {
-    while (!c.members.empty() && c.members.front().finish - c.served <= std::max(1e-6, c.rate * 1e-12)) {
+    while (!c.members.empty() && c.next_finish - c.served <= std::max(1e-6, c.rate * 1e-12)) {
       std::pop_heap(c.members.begin(), c.members.end(), later);
       Member& m = c.members.back();
       done.push_back(Done{m.seq, m.tail, std::move(m.on_complete)});
       c.members.pop_back();
+      c.next_finish = c.members.empty() ? INFINITY : c.members.front().finish;
       ++flows_completed_;
     }
+    emptied = emptied || c.members.empty();
   }
-  bool emptied = false;
-  for (const FlowClass& c : classes_) emptied = emptied || c.members.empty();
   if (emptied) {
     for (const FlowClass& c : classes_) pair_classes(c).clear();
     std::erase_if(classes_, [](const FlowClass& c) { return c.members.empty(); });
@@ -228,6 +225,7 @@ void FlowNetwork::on_event(uint64_t generation) {
   reallocate();
   schedule_next();
   for (Done& d : done) sim_.schedule_in(d.tail, std::move(d.on_complete));
+  done.clear();
 }
 
 std::vector<double> FlowNetwork::rates() {

@@ -46,6 +46,9 @@ class FlowNetwork final : public Network {
     double rate = 0;    // payload bytes per second, per member
     double served = 0;  // payload bytes each member has received since the class formed
     std::vector<Member> members;  // a min-heap on (finish, seq)
+    // members.front().finish, kept beside the class: the per-event walks over every class
+    // (completions due, the next completion) then read no member.
+    double next_finish = 0;
   };
   struct Resource {  // one GPU's links in one direction, all planes together
     double capacity = 0;  // wire bytes per second
@@ -81,6 +84,12 @@ class FlowNetwork final : public Network {
   std::vector<std::vector<uint32_t>> classes_by_pair_;
   Scratch scratch_;
   std::vector<Resource> resources_;
+  struct Done {  // a flow whose payload has left, in on_event
+    uint64_t seq;
+    Time tail;
+    Callback on_complete;
+  };
+  std::vector<Done> done_scratch_;  // kept between events: no allocation per completion
   uint64_t next_seq_ = 0;
   bool unsettled_ = false;
   Time last_update_;
