@@ -86,6 +86,9 @@ class Cluster {
   void set_store_port(int g, gpu::StorePort* port) { gpu(g).set_store_port(port); }
   // Replaces GPU g's packet receiver (MoE-Hub puts its AAU and DAM in front of memory).
   void set_receiver(int g, PacketReceiver* receiver);
+  // GPU g's receiver, whatever the fidelity: at flow fidelity a thread block's store reaches it
+  // when its flow completes, so a system's receiver sees the same writes at both fidelities.
+  PacketReceiver& receiver(int g) { return *receiver_of_.at(static_cast<size_t>(g)); }
   // Writes `bytes` into GPU dst's memory as if they had arrived, then bumps the tag's signal.
   void deliver_write(int dst, uint64_t bytes, uint64_t tag, Callback then = nullptr);
 
@@ -117,6 +120,7 @@ class Cluster {
   std::unique_ptr<Network> network_;
   std::vector<std::unique_ptr<NetworkStorePort>> ports_;
   std::vector<std::unique_ptr<MemoryReceiver>> receivers_;
+  std::vector<PacketReceiver*> receiver_of_;  // the current receiver of each GPU
   std::vector<ActivityLog> activity_;
   std::vector<PhaseMarks> phases_;
   std::vector<Launched> launched_;

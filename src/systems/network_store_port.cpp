@@ -21,10 +21,22 @@ bool NetworkStorePort::try_store(const gpu::StoreRequest& store, Callback retry)
   }
   PacketNetwork* packets = cluster_.packets();
   if (!packets) {
-    // Flow fidelity: the store is a small flow; it lands when the fabric has carried it.
+    // Flow fidelity: the store is a small flow; when the fabric has carried it, the destination's
+    // receiver takes it as it would take the store's packet (a system's receiver decodes the
+    // tag: RemoteMemory reports the write's code to its system).
     const uint64_t tag = store.tag;
     const uint64_t bytes = store.bytes;
-    cluster_.network().transfer(gpu_, dst, bytes, 0, [this, dst, bytes, tag] { cluster_.deliver_write(dst, bytes, tag); });
+    cluster_.network().transfer(gpu_, dst, bytes, 0, [this, dst, bytes, tag] {
+      Packet p;
+      p.src = gpu_;
+      p.dst = dst;
+      p.payload_bytes = static_cast<uint32_t>(bytes);
+      p.kind = PacketKind::Write;
+      p.cookie = tag;
+      p.client = this;
+      p.ack_awaited = false;
+      cluster_.receiver(dst).deliver(std::move(p));
+    });
     return true;
   }
   if (!fits(store.bytes)) {

@@ -64,5 +64,12 @@ TEST(Ccfuser, FunctionalOutputMatchesTheReference) {
   }
 }
 
+TEST(Ccfuser, FunctionalOutputMatchesTheReferenceAtFlowFidelity) {
+  SystemRun r("ccfuser", {"run.tokens=256", "model.hidden=64", "model.ffn_hidden=96", "run.functional=true",
+                          "net.fidelity=flow"},
+              true);
+  EXPECT_TRUE(r.functional->passed()) << r.functional->report().dump();
+}
+
 }  // namespace
 }  // namespace moehub

@@ -83,6 +83,17 @@ TEST(Comet, FunctionalOutputMatchesTheReference) {
   }
 }
 
+// At flow fidelity a tagged store reaches the destination's receiver when its flow completes,
+// as its packet would: the rows are written before the tile flags that guard them complete.
+TEST(Comet, FunctionalOutputMatchesTheReferenceAtFlowFidelity) {
+  SystemRun r("comet", {"run.tokens=256", "model.hidden=64", "model.ffn_hidden=96", "run.functional=true",
+                        "net.fidelity=flow"},
+              true);
+  EXPECT_TRUE(r.functional->passed()) << r.functional->report().dump();
+  // Each GPU's dispatch ends when its last remote row is in (before: never, at flow fidelity).
+  for (int g = 0; g < r.cluster->gpus(); ++g) EXPECT_TRUE(r.stats["gpus"][g].contains("dispatch_end_ps")) << g;
+}
+
 TEST(Comet, BadBlockCountsNameTheirKey) {
   try {
     SystemRun r("comet", {"run.tokens=256", "systems.comet.gather_rs_ctas=132"});
