@@ -61,7 +61,7 @@ void FlowNetwork::settle() {
 }
 
 FlowNetwork::FlowClass& FlowNetwork::class_for(int src, int dst, double wire_per_byte, double ack_per_byte) {
-  std::vector<uint32_t>& same_pair = classes_by_pair_[static_cast<size_t>(src) * static_cast<size_t>(cfg_.gpus) + static_cast<size_t>(dst)];
+  std::vector<uint32_t>& same_pair = pair_classes(src, dst);
   for (const uint32_t i : same_pair) {
     FlowClass& c = classes_[i];
     if (c.wire_per_byte == wire_per_byte && c.ack_per_byte == ack_per_byte) return c;
@@ -216,9 +216,9 @@ void FlowNetwork::on_event(uint64_t generation) {
     emptied = emptied || c.members.empty();
   }
   if (emptied) {
-    for (const FlowClass& c : classes_) pair_classes(c).clear();
+    for (const FlowClass& c : classes_) pair_classes(c.src, c.dst).clear();
     std::erase_if(classes_, [](const FlowClass& c) { return c.members.empty(); });
-    for (size_t i = 0; i < classes_.size(); ++i) pair_classes(classes_[i]).push_back(static_cast<uint32_t>(i));
+    for (size_t i = 0; i < classes_.size(); ++i) pair_classes(classes_[i].src, classes_[i].dst).push_back(static_cast<uint32_t>(i));
   }
   std::sort(done.begin(), done.end(), [](const Done& a, const Done& b) { return a.seq < b.seq; });
   unsettled_ = false;

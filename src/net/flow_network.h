@@ -61,8 +61,8 @@ class FlowNetwork final : public Network {
   size_t egress(int gpu) const { return static_cast<size_t>(gpu) * 2; }
   size_t ingress(int gpu) const { return static_cast<size_t>(gpu) * 2 + 1; }
   FlowClass& class_for(int src, int dst, double wire_per_byte, double ack_per_byte);
-  std::vector<uint32_t>& pair_classes(const FlowClass& c) {
-    return classes_by_pair_[static_cast<size_t>(c.src) * static_cast<size_t>(cfg_.gpus) + static_cast<size_t>(c.dst)];
+  std::vector<uint32_t>& pair_classes(int src, int dst) {
+    return classes_by_pair_[static_cast<size_t>(src) * static_cast<size_t>(cfg_.gpus) + static_cast<size_t>(dst)];
   }
   void advance();
   void reallocate();

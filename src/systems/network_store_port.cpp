@@ -6,6 +6,18 @@
 
 namespace moehub {
 
+Packet NetworkStorePort::store_packet(int dst, uint32_t payload, uint64_t tag) {
+  Packet pkt;
+  pkt.src = gpu_;
+  pkt.dst = dst;
+  pkt.payload_bytes = payload;
+  pkt.kind = PacketKind::Write;
+  pkt.cookie = tag;
+  pkt.client = this;
+  pkt.ack_awaited = false;  // remote stores are not fenced here: their acks are only traffic
+  return pkt;
+}
+
 NetworkStorePort::NetworkStorePort(Cluster& cluster, int gpu)
     : PacketClient(/*cookie_is_for_receiver=*/true),
       cluster_(cluster),
@@ -27,15 +39,7 @@ bool NetworkStorePort::try_store(const gpu::StoreRequest& store, Callback retry)
     const uint64_t tag = store.tag;
     const uint64_t bytes = store.bytes;
     cluster_.network().transfer(gpu_, dst, bytes, 0, [this, dst, bytes, tag] {
-      Packet p;
-      p.src = gpu_;
-      p.dst = dst;
-      p.payload_bytes = static_cast<uint32_t>(bytes);
-      p.kind = PacketKind::Write;
-      p.cookie = tag;
-      p.client = this;
-      p.ack_awaited = false;
-      cluster_.receiver(dst).deliver(std::move(p));
+      cluster_.receiver(dst).deliver(store_packet(dst, static_cast<uint32_t>(bytes), tag));
     });
     return true;
   }
@@ -62,15 +66,7 @@ void NetworkStorePort::pump() {
       }
       return;
     }
-    Packet pkt;
-    pkt.src = gpu_;
-    pkt.dst = p.dst;
-    pkt.payload_bytes = payload;
-    pkt.kind = PacketKind::Write;
-    pkt.cookie = p.tag;
-    pkt.client = this;
-    pkt.ack_awaited = false;  // remote stores are not fenced here: their acks are only traffic
-    packets->inject(std::move(pkt));
+    packets->inject(store_packet(p.dst, payload, p.tag));
     p.bytes_left -= payload;
     staged_bytes_ -= payload;
     if (p.bytes_left == 0) queue_.pop_front();

@@ -31,6 +31,8 @@ class NetworkStorePort final : public gpu::StorePort, public RoomListener, publi
     uint64_t tag;
   };
   void pump();
+  // A store's write as it crosses the fabric (a packet), or as the receiver takes a flow's.
+  Packet store_packet(int dst, uint32_t payload, uint64_t tag);
 
   Cluster& cluster_;
   int gpu_;
