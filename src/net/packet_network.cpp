@@ -347,18 +347,38 @@ void PacketNetwork::on_output_wake(uint32_t out) {
   arbitrate(out);
 }
 
+// An output decides every grant up to one link latency ahead in a single event: a packet that
+// reaches its VOQ later is ready only after a link latency (store and forward plus the hop), and
+// a credit returned later crosses the link first, so nothing that happens after `now` can change
+// a decision taken for a time before now + link latency. The grants are the ones an event per
+// grant would make; only the events that carry them are fewer.
 void PacketNetwork::arbitrate(uint32_t out) {
   Output& o = outputs_[out];
   const Time now = sim_.now();
-  if (o.pending == 0) return;
-  if (o.busy_until > now) {
-    schedule_output_wake(out, o.busy_until);
-    return;
+  const Time horizon = now + link_latency_;
+  Time t = max(now, o.busy_until);
+  while (o.pending > 0) {
+    if (t > now && t >= horizon) {
+      schedule_output_wake(out, t);
+      return;
+    }
+    int64_t earliest = INT64_MAX;
+    if (grant(out, t, earliest)) {
+      t = o.busy_until;
+      continue;
+    }
+    if (earliest == INT64_MAX) return;  // a push or a credit wakes it
+    t = Time::from_ps(earliest);
   }
-  int64_t earliest = INT64_MAX;
+}
+
+// One grant at time t, or false with the earliest time something may change (ready head or
+// returning credit) in `earliest`.
+bool PacketNetwork::grant(uint32_t out, Time t, int64_t& earliest) {
+  Output& o = outputs_[out];
   bool credit_blocked = false;
   for (int tc = 1; tc >= 0; --tc) {  // responses first (strict priority class)
-    const uint32_t avail = o.credits.available(tc, now);
+    const uint32_t avail = o.credits.available(tc, t);
     int64_t best = -1;
     int best_priority = -1;
     // Round-robin from the input after the last grant, visiting only non-empty VOQs.
@@ -370,7 +390,7 @@ void PacketNetwork::arbitrate(uint32_t out) {
         const uint32_t in = static_cast<uint32_t>(__builtin_ctzll(pass));
         pass &= pass - 1;
         const VoqHead& h = heads[in];
-        if (h.ready_ps > now.ps()) {
+        if (h.ready_ps > t.ps()) {
           if (h.ready_ps < earliest) earliest = h.ready_ps;
           continue;
         }
@@ -389,22 +409,20 @@ void PacketNetwork::arbitrate(uint32_t out) {
       if (best >= 0 && o.prioritized[tc] == 0) break;
     }
     if (best >= 0) {
-      send_on_downlink(out, tc, static_cast<uint32_t>(best));
-      if (o.pending > 0) schedule_output_wake(out, o.busy_until);
-      return;
+      send_on_downlink(out, tc, static_cast<uint32_t>(best), t);
+      return true;
     }
   }
   if (credit_blocked) {
     o.waiting = true;
-    o.stats.stall(now);
+    o.stats.stall(t);
     const Time ret = o.credits.next_return();
     if (ret.ps() < earliest) earliest = ret.ps();
   }
-  if (earliest != INT64_MAX) schedule_output_wake(out, Time::from_ps(earliest));
+  return false;
 }
 
-void PacketNetwork::send_on_downlink(uint32_t out, int tc, uint32_t in) {
-  const Time now = sim_.now();
+void PacketNetwork::send_on_downlink(uint32_t out, int tc, uint32_t in, Time now) {
   Output& o = outputs_[out];
   const int plane = static_cast<int>(out / n_);
   const int dst = static_cast<int>(out % n_);

@@ -120,7 +120,9 @@ class PacketNetwork final : public Network {
   void schedule_egress_wake(int gpu, Time at);
   void on_egress_wake(int gpu);
   void arbitrate(uint32_t output);
-  void send_on_downlink(uint32_t output, int tc, uint32_t input);
+  bool grant(uint32_t output, Time t, int64_t& earliest);
+  // `now`: the grant's time, which may lie up to one link latency after the simulator's.
+  void send_on_downlink(uint32_t output, int tc, uint32_t input, Time now);
   void schedule_output_wake(uint32_t output, Time at);
   void on_output_wake(uint32_t output);
   void on_ingress(int gpu, int plane, int tc);

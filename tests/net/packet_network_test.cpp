@@ -166,6 +166,26 @@ TEST(PacketNetwork, SingleLinkSaturatesAtLinkRateTimesHeaderEfficiency) {
   EXPECT_NEAR(gbps, 50.0 * 128 / 144, 1e-9);
 }
 
+TEST(PacketNetwork, ASwitchOutputGrantsALinkLatencyAheadInOneEvent) {
+  // The same 8192 back-to-back packets as above. Each costs an event where it leaves the GPU
+  // and one where it arrives; the switch output decides every grant up to 250 ns (the link
+  // latency) ahead, 86 packets of 2880 ps, in one event, so it adds about 8192 / 86 = 96.
+  Simulator sim;
+  NetConfig c = test::h800_like(2, 1);
+  c.gpu_bandwidth = Bandwidth::bytes_per_second(50'000'000'000ULL);
+  PacketNetwork net(c, sim);
+  Recorder rx(sim);
+  net.set_receiver(1, &rx);
+  net.transfer(0, 1, 1 << 20, 0, [] {});
+  const uint64_t events = sim.run();
+  ASSERT_EQ(rx.at.size(), 8192u);
+  // Arrival k: leaves the GPU at 2880 (k + 1), the switch 350 ns later and 2880 ps on, lands
+  // 250 ns after that, as if each grant had its own event.
+  for (size_t k = 0; k < 8192; k += 1000) EXPECT_EQ(rx.at[k].ps(), 2880LL * static_cast<int64_t>(k + 1) + 350000 + 2880 + 250000) << k;
+  EXPECT_GE(events, 2u * 8192);
+  EXPECT_LT(events, 2u * 8192 + 200);
+}
+
 TEST(PacketNetwork, SenderStallsWhenCreditsRunOut) {
   Simulator sim;
   NetConfig c = test::h800_like(2, 1);
