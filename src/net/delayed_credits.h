@@ -3,6 +3,7 @@
 // the far end becomes usable one link latency later; returns are queued with their arrival time
 // and absorbed when the sender next looks, so a credit costs no event of its own.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -35,30 +36,33 @@ class DelayedCredits {
   }
 
  private:
-  // A FIFO of (time, flits) returns in a power-of-two ring.
+  // Returns in time order in a vector whose front part [0, head_) is spent. Out-of-order pushes
+  // are frequent (40 % in the default run): every switch output grants up to a link latency
+  // ahead, and the outputs of one plane return credits to the same uplink from their own
+  // windows; they land by binary search and one move of the later entries (about 17).
   class Returns {
    public:
-    // Kept in time order: usually an append, but a short packet sent after a long one on
-    // another output of the same switch can return its credit first.
     void push(int64_t at, uint32_t flits) {
-      if (size_ == ring_.size()) grow();
-      const size_t mask = ring_.size() - 1;
-      size_t i = size_;
-      while (i > 0 && ring_[(head_ + i - 1) & mask].at > at) {
-        ring_[(head_ + i) & mask] = ring_[(head_ + i - 1) & mask];
-        --i;
+      if (entries_.size() == head_ || entries_.back().at <= at) {
+        entries_.push_back(Return{at, flits});
+        return;
       }
-      ring_[(head_ + i) & mask] = Return{at, flits};
-      ++size_;
+      const auto pos = std::upper_bound(entries_.begin() + static_cast<std::ptrdiff_t>(head_), entries_.end(), at,
+                                        [](int64_t t, const Return& r) { return t < r.at; });
+      entries_.insert(pos, Return{at, flits});
     }
-    int64_t front_at() const { return size_ ? ring_[head_].at : INT64_MAX; }
+    int64_t front_at() const { return entries_.size() > head_ ? entries_[head_].at : INT64_MAX; }
     // Removes the returns due by `now`; returns their flits.
     uint32_t take_due(int64_t now) {
       uint32_t flits = 0;
-      while (size_ && ring_[head_].at <= now) {
-        flits += ring_[head_].flits;
-        head_ = (head_ + 1) & (ring_.size() - 1);
-        --size_;
+      const size_t n = entries_.size();
+      while (head_ < n && entries_[head_].at <= now) flits += entries_[head_++].flits;
+      if (head_ == n) {
+        entries_.clear();
+        head_ = 0;
+      } else if (head_ >= 64 && head_ * 2 >= n) {
+        entries_.erase(entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(head_));
+        head_ = 0;
       }
       return flits;
     }
@@ -68,15 +72,8 @@ class DelayedCredits {
       int64_t at;
       uint32_t flits;
     };
-    void grow() {
-      std::vector<Return> bigger(ring_.empty() ? 16 : ring_.size() * 2);
-      for (size_t i = 0; i < size_; ++i) bigger[i] = ring_[(head_ + i) & (ring_.size() - 1)];
-      ring_.swap(bigger);
-      head_ = 0;
-    }
-    std::vector<Return> ring_;
+    std::vector<Return> entries_;
     size_t head_ = 0;
-    size_t size_ = 0;
   };
 
   void absorb(Time now) {
