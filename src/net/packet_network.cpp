@@ -32,6 +32,7 @@ PacketNetwork::PacketNetwork(const NetConfig& config, Simulator& sim, TraceRecor
   egress_cap_[1] = cfg_.buffer_flits(cfg_.response_buffer_bytes);
   ack_flits_ = cfg_.wire_flits(0);
   link_latency_ = cfg_.gpu_switch_latency;
+  lookahead_ = link_latency_;
   hop_to_output_ = cfg_.gpu_switch_latency + cfg_.switch_latency;
   const uint32_t max_flits = cfg_.wire_flits(cfg_.max_payload_bytes);
   ser_.resize(max_flits + 1);
@@ -355,7 +356,7 @@ void PacketNetwork::on_output_wake(uint32_t out) {
 void PacketNetwork::arbitrate(uint32_t out) {
   Output& o = outputs_[out];
   const Time now = sim_.now();
-  const Time horizon = now + link_latency_;
+  const Time horizon = now + lookahead_;
   Time t = max(now, o.busy_until);
   while (o.pending > 0) {
     if (t > now && t >= horizon) {

@@ -6,8 +6,9 @@
 // the switch buffers, the senders run out of credits, and the packet at the head of a shared
 // egress FIFO blocks the packets behind it, whatever their destination.
 //
-// Hot path: packets live in a reused pool and move between intrusive queues; a link costs one
-// event per packet only while it has a backlog; credits return without events (DelayedCredits).
+// Hot path: packets live in a reused pool and move between intrusive queues; a GPU's egress
+// costs one event per packet only while it has a backlog; a switch output grants up to one link
+// latency ahead per event (see arbitrate); credits return without events (DelayedCredits).
 
 #include <cstdint>
 #include <memory>
@@ -60,6 +61,11 @@ class PacketNetwork final : public Network {
   PacketNetwork* packets() override { return this; }
 
   uint64_t packets_delivered() const { return delivered_packets_; }
+
+  // Switch outputs grant up to one link latency ahead per event (on by default). Off: one event
+  // per grant, at the grant's time, as before 2026-12-03; the grants are the same, the order of
+  // same-picosecond events is not. For tests and for checking a result's sensitivity to it.
+  void set_grant_lookahead(bool on) { lookahead_ = on ? link_latency_ : Time::zero(); }
 
  private:
   static constexpr uint32_t kNil = UINT32_MAX;
@@ -152,6 +158,7 @@ class PacketNetwork final : public Network {
   uint32_t egress_cap_[2];
   uint32_t ack_flits_;
   Time link_latency_;
+  Time lookahead_;  // how far ahead of now an output may grant (see arbitrate)
   Time hop_to_output_;  // link latency + switch traversal
   Time coalesce_;
   std::vector<Time> ser_;  // serialisation time per flit count on one plane link
