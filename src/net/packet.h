@@ -33,9 +33,10 @@ struct Packet {
   uint8_t priority = 0;
   // A write's sender acts on its ack when the ack arrives (a fence, a completion). When false,
   // the ack still crosses the fabric (link time, buffers, credits, arbitration) but nothing
-  // waits for it at the sender: the network retires it when the last switch sends it on its
-  // final link, without a delivery event, and reports it to on_ack() then. An ack copies its
-  // write's flag.
+  // waits for it at the sender: the network retires it when the last switch grants it its
+  // final link, without a delivery event, and reports it to on_ack() then (switch outputs grant
+  // up to one link latency ahead, so that call may come before the grant's time: count, do not
+  // read the clock). An ack copies its write's flag.
   bool ack_awaited = true;
   // Opaque to the network; an ack carries the cookie of the write it acknowledges.
   uint64_t cookie = 0;
