@@ -191,8 +191,8 @@ TEST(PacketNetwork, ASwitchOutputGrantsALinkLatencyAheadInOneEvent) {
 }
 
 // Every GPU sends to every other GPU transfers of uneven sizes at uneven times and priorities,
-// with small buffers (credit stalls, head-of-line blocking) and, if `gated`, receivers that
-// refuse packets now and then: what each receiver got and when, and every link's counters.
+// with small buffers (credit stalls, head-of-line blocking) and receivers that refuse packets
+// now and then: what each receiver got and when, and every link's counters.
 // A delivery: when, and from which GPU.
 using Delivery = std::pair<int64_t, int>;
 
@@ -202,7 +202,7 @@ struct Traffic {
   nlohmann::json stats;
   uint64_t events = 0;
 };
-Traffic uneven_all_to_all(bool lookahead, bool acks, bool gated) {
+Traffic uneven_all_to_all(bool lookahead) {
   struct Gate : PacketReceiver {
     Simulator& sim;
     PacketNetwork* net = nullptr;
@@ -211,9 +211,7 @@ Traffic uneven_all_to_all(bool lookahead, bool acks, bool gated) {
     bool waiting = false;
     Gate(Simulator& s, int g) : sim(s), gpu(g) {}
     // Refuses during the first 40 ns of every 1.3 us (memory busy), then reopens.
-    bool gated = true;
     bool can_accept(const Packet&) override {
-      if (!gated) return true;
       const int64_t phase = sim.now().ps() % 1'300'000;
       if (phase >= 40'000) return true;
       if (!waiting) {
@@ -229,7 +227,7 @@ Traffic uneven_all_to_all(bool lookahead, bool acks, bool gated) {
   };
   Simulator sim;
   NetConfig c = test::h800_like(8);
-  c.write_ack = acks;
+  c.write_ack = false;  // see the test below
   c.switch_buffer_bytes = 1024;
   c.ingress_buffer_bytes = 768;
   PacketNetwork net(c, sim);
@@ -238,7 +236,6 @@ Traffic uneven_all_to_all(bool lookahead, bool acks, bool gated) {
   for (int g = 0; g < 8; ++g) {
     gates.push_back(std::make_unique<Gate>(sim, g));
     gates.back()->net = &net;
-    gates.back()->gated = gated;
     net.set_receiver(g, gates.back().get());
   }
   Traffic t;
@@ -306,8 +303,8 @@ std::vector<Delivery> incast_with_late_joiners(bool lookahead) {
 // (outputs granting in step) queue their acks in the order their delivery events run, and that
 // order is what granting ahead changes (it queues a delivery at the grant, not at its time).
 TEST(PacketNetwork, GrantingAheadGivesTheGrantsOfOneEventPerGrant) {
-  const Traffic ahead = uneven_all_to_all(true, false, true);
-  const Traffic each = uneven_all_to_all(false, false, true);
+  const Traffic ahead = uneven_all_to_all(true);
+  const Traffic each = uneven_all_to_all(false);
   EXPECT_EQ(first_difference(ahead.at, each.at), "");
   EXPECT_EQ(ahead.done, each.done);
   EXPECT_TRUE(ahead.stats == each.stats);
