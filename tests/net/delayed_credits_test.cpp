@@ -66,5 +66,23 @@ TEST(DelayedCredits, ManyOutOfOrderReturnsStaySorted) {
   }
 }
 
+// Returns pushed in descending order while earlier ones drain: the ring's front moves on, so
+// later rounds wrap around its end and insert across the wrap. Each round gives 40 returns of
+// one flit at T+10, T+20, ..., T+400; half are due at T+200, the rest at T+400.
+TEST(DelayedCredits, OutOfOrderReturnsAcrossTheRingsWrap) {
+  DelayedCredits c;
+  c.init(1000, 0);
+  c.take(0, 1000);
+  for (int r = 0; r < 10; ++r) {
+    const int64_t t = 1000 * r;
+    for (int j = 0; j < 40; ++j) c.give_at(ps(t + 400 - 10 * j), 0, 1);
+    EXPECT_EQ(c.next_return(), ps(t + 10));
+    EXPECT_EQ(c.available(0, ps(t + 200)), static_cast<uint32_t>(40 * r + 20));
+    EXPECT_EQ(c.next_return(), ps(t + 210));
+    EXPECT_EQ(c.available(0, ps(t + 400)), static_cast<uint32_t>(40 * r + 40));
+  }
+  EXPECT_EQ(c.next_return(), Time::max());
+}
+
 }  // namespace
 }  // namespace moehub
