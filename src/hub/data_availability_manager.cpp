@@ -1,10 +1,20 @@
 #include "hub/data_availability_manager.h"
 
+#include <algorithm>
 #include <fmt/format.h>
+#include <stdexcept>
 
 #include "sim/error.h"
 
 namespace moehub {
+
+namespace {
+// The first group slot whose id is not below `id` (groups are sorted by id).
+template <typename Slots>
+auto first_not_below(Slots& slots, uint32_t id) {
+  return std::lower_bound(slots.begin(), slots.end(), id, [](const auto& s, uint32_t v) { return s.id < v; });
+}
+}  // namespace
 
 const char* dam_signal_name(DamSignalKind kind) {
   switch (kind) {
@@ -27,11 +37,17 @@ void DataAvailabilityManager::check_counter_width(uint64_t value, const char* ke
 }
 
 void DataAvailabilityManager::add_entry(const DependencyEntry& e) {
-  const auto it = groups_.find(e.group);
-  const uint64_t threshold = (it == groups_.end() ? 0 : it->second.threshold) + e.threshold_bytes;
+  const auto it = first_not_below(groups_, e.group);
+  const bool known = it != groups_.end() && it->id == e.group;
+  const uint64_t threshold = (known ? it->group.threshold : 0) + e.threshold_bytes;
   check_counter_width(threshold, "hub.dam.counter_bits", cfg_.counter_bits);
   table_.add(e);
-  groups_[e.group].threshold = threshold;
+  if (known) {
+    it->group.threshold = threshold;
+  } else {
+    groups_.insert(it, GroupSlot{e.group, Group{threshold, 0, false}});
+    last_group_ = nullptr;
+  }
 }
 
 uint32_t DataAvailabilityManager::add_tiling(const ConsumerTiling& t) {
@@ -92,9 +108,15 @@ void DataAvailabilityManager::process_ack(uint64_t address, uint64_t bytes) {
   maybe_all_ready();
 }
 
+DataAvailabilityManager::Group* DataAvailabilityManager::find_group(uint32_t id) {
+  const auto it = first_not_below(groups_, id);
+  return it != groups_.end() && it->id == id ? &it->group : nullptr;
+}
+
 DataAvailabilityManager::Group& DataAvailabilityManager::group(uint32_t id) {
   if (last_group_ == nullptr || last_group_id_ != id) {
-    last_group_ = &groups_.at(id);
+    last_group_ = find_group(id);
+    if (last_group_ == nullptr) throw std::logic_error(fmt::format("DAM: no group {}", id));
     last_group_id_ = id;
   }
   return *last_group_;
@@ -112,15 +134,15 @@ void DataAvailabilityManager::emit(uint32_t group, Group& g, DamSignalKind kind)
 void DataAvailabilityManager::maybe_all_ready() {
   if (all_ready_at_ || !expected_ || global_ < *expected_) return;
   all_ready_at_ = sim_.now();
-  for (auto& [id, g] : groups_) {
-    if (g.signalled) continue;
-    emit(id, g, g.counter > 0 ? DamSignalKind::PartialReady : DamSignalKind::Retired);
+  for (GroupSlot& s : groups_) {
+    if (s.group.signalled) continue;
+    emit(s.id, s.group, s.group.counter > 0 ? DamSignalKind::PartialReady : DamSignalKind::Retired);
   }
 }
 
 uint64_t DataAvailabilityManager::counter(uint32_t group) const {
-  const auto it = groups_.find(group);
-  return it == groups_.end() ? 0 : it->second.counter;
+  const auto it = first_not_below(groups_, group);
+  return it != groups_.end() && it->id == group ? it->group.counter : 0;
 }
 
 nlohmann::json DataAvailabilityManager::stats() const {

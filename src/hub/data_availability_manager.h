@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
@@ -76,6 +75,7 @@ class DataAvailabilityManager {
   void check_counter_width(uint64_t value, const char* key, uint32_t bits) const;
   void process_ack(uint64_t address, uint64_t bytes);
   Group& group(uint32_t id);
+  Group* find_group(uint32_t id);
   void emit(uint32_t group, Group& g, DamSignalKind kind);
   void maybe_all_ready();
 
@@ -84,9 +84,15 @@ class DataAvailabilityManager {
   HubClock clock_;
   SignalHook signal_;
   DependencyTable table_;
-  std::map<uint32_t, Group> groups_;  // ordered: AllReady visits groups by id
-  // The group the last ack counted toward (consecutive acks mostly feed one tile); map nodes
-  // stay put until reset().
+  // Sorted by id (AllReady visits groups in id order); a flat array, as a few hundred groups
+  // are searched once per ack and map nodes scattered over the heap missed the cache.
+  struct GroupSlot {
+    uint32_t id;
+    Group group;
+  };
+  std::vector<GroupSlot> groups_;
+  // The group the last ack counted toward (consecutive acks mostly feed one tile); cleared
+  // whenever groups_ changes.
   uint32_t last_group_id_ = 0;
   Group* last_group_ = nullptr;
   std::optional<uint64_t> expected_;
