@@ -70,6 +70,7 @@ class DelayedCredits {
         head_ = (head_ + 1) & mask;
         --size_;
       }
+      if (size_ == 0) head_ = 0;  // an empty ring starts over from its first, warm, entries
       return flits;
     }
 
