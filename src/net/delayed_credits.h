@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "sim/error.h"
 #include "sim/time.h"
 
 namespace moehub {
@@ -46,7 +47,10 @@ class DelayedCredits {
   class Returns {
    public:
     void push(int64_t at, uint32_t flits) {
-      if (at < 0 || at >= kMaxTime || flits > kFlitMask) throw std::logic_error("DelayedCredits: return beyond 2^47 ps or 65535 flits");
+      if (at < 0 || at >= kMaxTime) {
+        throw UserError("net.fidelity", "packet-level runs are limited to 2^47 ps (140 s) of simulated time; use \"flow\"");
+      }
+      if (flits > kFlitMask) throw std::logic_error("DelayedCredits: a return of more than 65535 flits");
       if (size_ == ring_.size()) grow();
       const uint64_t entry = static_cast<uint64_t>(at) << kFlitBits | flits;
       const size_t mask = ring_.size() - 1;

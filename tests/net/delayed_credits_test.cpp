@@ -84,5 +84,13 @@ TEST(DelayedCredits, OutOfOrderReturnsAcrossTheRingsWrap) {
   EXPECT_EQ(c.next_return(), Time::max());
 }
 
+// Returns pack their time in 47 bits: a run that long is refused with the field to change.
+TEST(DelayedCredits, AReturnBeyondThePackedTimeRangeIsAUserError) {
+  DelayedCredits c;
+  c.init(10, 10);
+  c.give_at(ps((INT64_C(1) << 47) - 1), 0, 1);
+  EXPECT_THROW(c.give_at(ps(INT64_C(1) << 47), 0, 1), UserError);
+}
+
 }  // namespace
 }  // namespace moehub
