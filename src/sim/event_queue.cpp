@@ -75,6 +75,7 @@ EventHandle EventQueue::commit(Time at, int32_t priority, uint32_t slot) {
   // clock) wraps around to a huge distance and goes to the heap.
   const uint64_t distance = (s.time >> kBucketBits) - cursor_;
   if (distance >= kBuckets || !bucket_insert(static_cast<uint32_t>((s.time >> kBucketBits) & (kBuckets - 1)), slot)) {
+    s.next = kInHeap;
     heap_.push_back(Key{s.time, s.order, slot});
     sift_up(heap_.size() - 1);
   }
@@ -173,10 +174,24 @@ bool EventQueue::pending(EventHandle h) const {
 
 bool EventQueue::cancel(EventHandle h) {
   if (!pending(h)) return false;
-  nodes_[h.slot].state &= ~1U;
+  Node& n = nodes_[h.slot];
+  n.state &= ~1U;
   callback_at(h.slot).reset();
   --live_;
-  // The key stays until it reaches the front of its structure; its slot is recycled then.
+  if (n.next == kInHeap) return true;  // the heap key stays until it reaches the top; its slot is recycled then
+  // A calendar entry leaves its (short) bucket list now and its slot is reused at once: left in
+  // place, cancelled HBM departures held thousands of slots, most of the event queue's memory.
+  const auto bucket = static_cast<uint32_t>((n.time >> kBucketBits) & (kBuckets - 1));
+  Bucket& b = buckets_[bucket];
+  uint32_t prev = kNone;
+  for (uint32_t i = b.head; i != h.slot; i = nodes_[i].next) prev = i;
+  if (prev == kNone) {
+    bucket_pop(bucket);
+  } else {
+    nodes_[prev].next = n.next;
+    if (b.tail == h.slot) b.tail = prev;
+  }
+  free_slot(h.slot);
   return true;
 }
 

@@ -60,6 +60,7 @@ class EventQueue {
 
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
+  static constexpr uint32_t kInHeap = UINT32_MAX - 1;  // Node::next of an entry kept in the heap
   // Keys compare as one unsigned 128-bit number: (time with the sign bit flipped, order).
   static constexpr uint64_t kTimeBias = 1ULL << 63;
   static bool key_before(uint64_t t1, uint64_t o1, uint64_t t2, uint64_t o2) {

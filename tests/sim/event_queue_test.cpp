@@ -71,6 +71,28 @@ TEST(EventQueue, CancelledTopIsSkipped) {
   EXPECT_TRUE(q.empty());
 }
 
+// Four events in one 64 ps calendar bucket (10, 20, 30, 40 ps): cancelling the middle one, the
+// tail and then the head unlinks each from the bucket's list; what remains still runs in order,
+// and events added to the same bucket afterwards land in place.
+TEST(EventQueue, CancelInsideOneCalendarBucketKeepsItsOrder) {
+  EventQueue q;
+  std::vector<int> seen;
+  const auto at = [](int64_t ps) { return Time::from_ps(ps); };
+  auto a = q.push(at(10), 0, [&] { seen.push_back(10); });
+  auto b = q.push(at(20), 0, [&] { seen.push_back(20); });
+  q.push(at(30), 0, [&] { seen.push_back(30); });
+  auto d = q.push(at(40), 0, [&] { seen.push_back(40); });
+  EXPECT_TRUE(q.cancel(b));
+  EXPECT_TRUE(q.cancel(d));
+  EXPECT_TRUE(q.cancel(a));
+  EXPECT_EQ(q.size(), 1u);
+  EXPECT_EQ(q.next_time(), at(30));
+  q.push(at(35), 0, [&] { seen.push_back(35); });  // after the new tail
+  q.push(at(5), 0, [&] { seen.push_back(5); });    // before the new head
+  drain(q);
+  EXPECT_EQ(seen, (std::vector<int>{5, 30, 35}));
+}
+
 TEST(EventQueue, ManyRandomEventsComeOutSorted) {
   EventQueue q;
   uint64_t x = 12345;
