@@ -179,12 +179,17 @@ bool EventQueue::cancel(EventHandle h) {
   callback_at(h.slot).reset();
   --live_;
   if (n.next == kInHeap) return true;  // the heap key stays until it reaches the top; its slot is recycled then
-  // A calendar entry leaves its (short) bucket list now and its slot is reused at once: left in
-  // place, cancelled HBM departures held thousands of slots, most of the event queue's memory.
+  // A calendar entry near the head of its bucket leaves the list now and its slot is reused at
+  // once: left in place, cancelled HBM departures held thousands of slots, most of the event
+  // queue's memory. Deeper in a long bucket it stays until it reaches the front, as heap keys do.
   const auto bucket = static_cast<uint32_t>((n.time >> kBucketBits) & (kBuckets - 1));
   Bucket& b = buckets_[bucket];
   uint32_t prev = kNone;
-  for (uint32_t i = b.head; i != h.slot; i = nodes_[i].next) prev = i;
+  uint32_t steps = 0;
+  for (uint32_t i = b.head; i != h.slot; i = nodes_[i].next) {
+    if (++steps > kMaxWalk) return true;
+    prev = i;
+  }
   if (prev == kNone) {
     bucket_pop(bucket);
   } else {

@@ -1,7 +1,8 @@
 #pragma once
 // Pending events ordered by (time, priority, insertion sequence): ties resolve the same way
-// on every machine. Callbacks live in a slab of slots; cancelling is O(1) (the entry is
-// dropped lazily when it reaches the front).
+// on every machine. Callbacks live in a slab of slots; cancelling is O(1): a calendar entry
+// near the head of its bucket is unlinked at once, any other entry is dropped lazily when it
+// reaches the front.
 //
 // Two structures hold the keys. A calendar ("timing wheel", Brown 1988) of kBuckets buckets,
 // each 2^kBucketBits ps wide, covers the next ~1 us after the current time; each bucket is a

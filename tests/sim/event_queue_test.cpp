@@ -93,6 +93,19 @@ TEST(EventQueue, CancelInsideOneCalendarBucketKeepsItsOrder) {
   EXPECT_EQ(seen, (std::vector<int>{5, 30, 35}));
 }
 
+// Twenty events in one bucket: those deeper than the unlink walk stay in place, cancelled, and
+// are dropped when they reach the front.
+TEST(EventQueue, CancelDeepInALongBucketIsLazyButExact) {
+  EventQueue q;
+  std::vector<int> seen;
+  std::vector<EventHandle> h;
+  for (int i = 0; i < 20; ++i) h.push_back(q.push(Time::from_ps(i), 0, [&seen, i] { seen.push_back(i); }));
+  for (int i = 1; i < 20; i += 2) EXPECT_TRUE(q.cancel(h[static_cast<size_t>(i)]));
+  EXPECT_EQ(q.size(), 10u);
+  drain(q);
+  EXPECT_EQ(seen, (std::vector<int>{0, 2, 4, 6, 8, 10, 12, 14, 16, 18}));
+}
+
 TEST(EventQueue, ManyRandomEventsComeOutSorted) {
   EventQueue q;
   uint64_t x = 12345;
