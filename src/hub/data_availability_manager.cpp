@@ -14,6 +14,12 @@ template <typename Slots>
 auto first_not_below(Slots& slots, uint32_t id) {
   return std::lower_bound(slots.begin(), slots.end(), id, [](const auto& s, uint32_t v) { return s.id < v; });
 }
+// The group with this id, or null.
+template <typename Slots>
+auto* group_in(Slots& slots, uint32_t id) {
+  const auto it = first_not_below(slots, id);
+  return it != slots.end() && it->id == id ? &it->group : nullptr;
+}
 }  // namespace
 
 const char* dam_signal_name(DamSignalKind kind) {
@@ -108,14 +114,9 @@ void DataAvailabilityManager::process_ack(uint64_t address, uint64_t bytes) {
   maybe_all_ready();
 }
 
-DataAvailabilityManager::Group* DataAvailabilityManager::find_group(uint32_t id) {
-  const auto it = first_not_below(groups_, id);
-  return it != groups_.end() && it->id == id ? &it->group : nullptr;
-}
-
 DataAvailabilityManager::Group& DataAvailabilityManager::group(uint32_t id) {
   if (last_group_ == nullptr || last_group_id_ != id) {
-    last_group_ = find_group(id);
+    last_group_ = group_in(groups_, id);
     if (last_group_ == nullptr) throw std::logic_error(fmt::format("DAM: no group {}", id));
     last_group_id_ = id;
   }
@@ -141,8 +142,8 @@ void DataAvailabilityManager::maybe_all_ready() {
 }
 
 uint64_t DataAvailabilityManager::counter(uint32_t group) const {
-  const auto it = first_not_below(groups_, group);
-  return it != groups_.end() && it->id == group ? it->group.counter : 0;
+  const Group* g = group_in(groups_, group);
+  return g ? g->counter : 0;
 }
 
 nlohmann::json DataAvailabilityManager::stats() const {

@@ -75,7 +75,6 @@ class DataAvailabilityManager {
   void check_counter_width(uint64_t value, const char* key, uint32_t bits) const;
   void process_ack(uint64_t address, uint64_t bytes);
   Group& group(uint32_t id);
-  Group* find_group(uint32_t id);
   void emit(uint32_t group, Group& g, DamSignalKind kind);
   void maybe_all_ready();
 
