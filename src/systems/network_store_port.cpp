@@ -28,7 +28,9 @@ NetworkStorePort::NetworkStorePort(Cluster& cluster, int gpu)
 bool NetworkStorePort::try_store(const gpu::StoreRequest& store, Callback retry) {
   const int dst = static_cast<int>(store.dst_gpu);
   if (dst == gpu_) {
-    cluster_.deliver_write(dst, store.bytes, store.tag);
+    // No fabric to cross, but the GPU's receiver still takes the write: it alone knows what
+    // the tag means (a signal id, or a code its system acts on).
+    cluster_.receiver(dst).deliver(store_packet(dst, static_cast<uint32_t>(store.bytes), store.tag));
     return true;
   }
   PacketNetwork* packets = cluster_.packets();

@@ -3,7 +3,7 @@
 // (at most net.max_payload_bytes each). A small staging queue per GPU stands for the SM-to-hub
 // path; when it is full the store is refused and retried once the fabric takes packets again,
 // so a congested destination back-pressures the issuing thread blocks. Stores to the GPU's own
-// memory go straight to its memory system.
+// memory go straight to its receiver, without packets.
 
 #include <cstdint>
 #include <deque>
