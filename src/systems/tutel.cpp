@@ -380,45 +380,39 @@ class TutelSystem final : public MoeSystem {
     return (int64_t{l} * n_ + r / chunk_) * capacity_ + chunk_slot(i, r % chunk_);
   }
 
-  // The first tile column of each tile row computes that row block when it is dispatched.
-  gpu::GemmHooks gemm1_hooks(int g, int i) {
+  // The first tile column of each tile row computes that row block when it is dispatched:
+  // `row(fd, expert, buffers, index, out)` for each of its rows, `out` holding `width` floats.
+  template <typename Row>
+  gpu::GemmHooks row_block_hooks(int g, int i, int64_t (FunctionalData::*width)() const, Row row) {
     if (!cluster_->functional()) return {};
     gpu::GemmHooks hooks;
-    hooks.before = [this, g, i](const gpu::GemmTile& tile) -> std::optional<gpu::Step> {
+    hooks.before = [this, g, i, width, row](const gpu::GemmTile& tile) -> std::optional<gpu::Step> {
       if (tile.tile_col != 0) return std::nullopt;
       FunctionalData& fd = *cluster_->functional();
       Buffers& b = buffers_[u(g)];
       const int64_t expert = cluster_->workload().placement().local_experts(g)[tile.group];
       const int64_t bm = static_cast<int64_t>(cluster_->gpu_config().gemm_tile.m);
-      std::vector<float> act(u(fd.ffn()));
+      std::vector<float> out(u((fd.*width)()));
       for (int64_t r = static_cast<int64_t>(tile.tile_row) * bm; r < static_cast<int64_t>(tile.tile_row) * bm + static_cast<int64_t>(tile.rows); ++r) {
-        const int64_t idx = gemm_row_index(static_cast<int>(tile.group), i, r);
-        fd.layer().expert_hidden(expert, b.xin.read(idx, fd), act.data());
-        b.act.write(idx, act.data());
+        row(fd, expert, b, gemm_row_index(static_cast<int>(tile.group), i, r), out.data());
       }
       return std::nullopt;
     };
     return hooks;
   }
 
+  gpu::GemmHooks gemm1_hooks(int g, int i) {
+    return row_block_hooks(g, i, &FunctionalData::ffn, [](FunctionalData& fd, int64_t expert, Buffers& b, int64_t idx, float* act) {
+      fd.layer().expert_hidden(expert, b.xin.read(idx, fd), act);
+      b.act.write(idx, act);
+    });
+  }
+
   gpu::GemmHooks gemm2_hooks(int g, int i) {
-    if (!cluster_->functional()) return {};
-    gpu::GemmHooks hooks;
-    hooks.before = [this, g, i](const gpu::GemmTile& tile) -> std::optional<gpu::Step> {
-      if (tile.tile_col != 0) return std::nullopt;
-      FunctionalData& fd = *cluster_->functional();
-      Buffers& b = buffers_[u(g)];
-      const int64_t expert = cluster_->workload().placement().local_experts(g)[tile.group];
-      const int64_t bm = static_cast<int64_t>(cluster_->gpu_config().gemm_tile.m);
-      std::vector<float> y(u(fd.hidden()));
-      for (int64_t r = static_cast<int64_t>(tile.tile_row) * bm; r < static_cast<int64_t>(tile.tile_row) * bm + static_cast<int64_t>(tile.rows); ++r) {
-        const int64_t idx = gemm_row_index(static_cast<int>(tile.group), i, r);
-        fd.layer().expert_output(expert, b.act.read(idx, fd), y.data());
-        b.yout.write(idx, y.data());
-      }
-      return std::nullopt;
-    };
-    return hooks;
+    return row_block_hooks(g, i, &FunctionalData::hidden, [](FunctionalData& fd, int64_t expert, Buffers& b, int64_t idx, float* y) {
+      fd.layer().expert_output(expert, b.act.read(idx, fd), y);
+      b.yout.write(idx, y);
+    });
   }
 
   // fast_decode: each kept slot's row from (expert, location), weighted; dropped slots add 0.
