@@ -15,7 +15,8 @@
 #include "gpu/host.h"
 #include "systems/megatron_permute.h"
 #include "systems/moe_system.h"
-#include "systems/nccl_rank_collectives.h"
+#include "systems/nccl_group_call.h"
+#include "systems/nccl_ring_all_gather.h"
 #include "systems/shared_kernels.h"
 
 namespace moehub {
@@ -26,8 +27,11 @@ namespace mp = megatron_permute;
 struct MegatronParams {
   Time framework_op_cost;
   Time nccl_group_host_cost;
+  NcclKernelShape nccl;
   static MegatronParams from(const Config& c) {
-    return {c.time("systems.megatron-te.framework_op_cost"), c.time("systems.megatron-te.nccl_group_host_cost")};
+    MegatronParams p{c.time("systems.megatron-te.framework_op_cost"), c.time("systems.megatron-te.nccl_group_host_cost"), {}};
+    p.nccl.threads = static_cast<uint32_t>(c.integer("systems.megatron-te.nccl_cta_threads"));
+    return p;
   }
 };
 
@@ -38,6 +42,7 @@ void declare_megatron_params(ParamRegistry& r) {
   r.time("systems.megatron-te.nccl_group_host_cost",
          "Host time of an NCCL group call (all_to_all_single / all_gather) beyond its kernel launch")
       .at_least(0);
+  r.integer("systems.megatron-te.nccl_cta_threads", "Threads per NCCL CTA").at_least(32).at_most(1024);
 }
 
 // Where GPU g's rows sit in each buffer of the dispatcher, as its own mechanism computes them.
@@ -133,38 +138,20 @@ class MegatronTeSystem final : public MoeSystem {
     }
     for (int g = 0; g < n; ++g) {
       gpu::Gpu& gp = cluster.gpu(g);
-      signals_.push_back({gp.create_signal("allgather counts done"), gp.create_signal("a2a rows done"),
-                          gp.create_signal("a2a probs done"), gp.create_signal("a2a combine done")});
+      counts_done_.push_back(gp.create_signal("allgather counts done"));
     }
-    counts_ = std::make_unique<RingAllGather>(
-        cluster, static_cast<uint64_t>(w.model().experts()) * mp::kLongBytes, [this](int g) { finish(g, 0); });
-    dispatch_ = std::make_unique<PairwiseAllToAll>(
-        cluster, rows, [this](int s, int d) { dispatch_landed(s, d); },
-        [this](int g) {
-          c_->phases(g).dispatch_end = c_->sim().now();
-          finish(g, 1);
-        });
-    probs_ = std::make_unique<PairwiseAllToAll>(
-        cluster, probs, [this](int s, int d) { probs_landed(s, d); }, [this](int g) { finish(g, 2); });
-    combine_ = std::make_unique<PairwiseAllToAll>(
-        cluster, back, [this](int s, int d) { combine_landed(s, d); },
-        [this](int g) {
-          c_->phases(g).combine_end = c_->sim().now();
-          finish(g, 3);
-        });
+    counts_ = std::make_unique<RingAllGather>(cluster, static_cast<uint64_t>(w.model().experts()) * mp::kLongBytes,
+                                              [this](int g) { c_->gpu(g).signal_add(counts_done_[static_cast<size_t>(g)], 1); });
+    dispatch_ = std::make_unique<NcclGroupCall>(cluster, "a2a_dispatch_rows", rows, p_.nccl);
+    dispatch_->set_hooks(nullptr, [this](int s, int d) { dispatch_landed(s, d); });
+    probs_ = std::make_unique<NcclGroupCall>(cluster, "a2a_dispatch_probs", probs, p_.nccl);
+    probs_->set_hooks(nullptr, [this](int s, int d) { probs_landed(s, d); });
+    combine_ = std::make_unique<NcclGroupCall>(cluster, "a2a_combine_rows", back, p_.nccl);
+    combine_->set_hooks(nullptr, [this](int s, int d) { combine_landed(s, d); });
     for (int g = 0; g < n; ++g) issue_until_sync(g);
   }
 
  private:
-  struct Signals {
-    gpu::SignalId counts, rows, probs, combine;
-  };
-
-  void finish(int g, int which) {
-    const Signals& s = signals_[static_cast<size_t>(g)];
-    const gpu::SignalId id = which == 0 ? s.counts : which == 1 ? s.rows : which == 2 ? s.probs : s.combine;
-    c_->gpu(g).signal_add(id, 1);
-  }
 
   // A PyTorch op: Python/ATen dispatch on the host, then the kernel launch.
   void op(int g, Activity what, gpu::KernelSpec spec) {
@@ -173,7 +160,18 @@ class MegatronTeSystem final : public MoeSystem {
   }
   void nccl(int g, std::string name, std::function<void()> join, gpu::SignalId done) {
     c_->host(g).work(p_.nccl_group_host_cost);
-    c_->launch(g, c_->stream(g), Activity::Communication, nccl_kernel(*c_, std::move(name), std::move(join), done));
+    c_->launch(g, c_->stream(g), Activity::Communication, nccl_kernel(*c_, std::move(name), p_.nccl.threads, std::move(join), done));
+  }
+  // An all_to_all_single: its group call's host cost, then its kernel; `done(start, end)` with
+  // the times this rank's kernel was up and ended. A rank with nothing to send or receive
+  // launches nothing (NCCL's group has no work for it): its part begins and ends at the call.
+  void all_to_all(int g, NcclGroupCall& call, std::function<void(Time, Time)> done) {
+    c_->host(g).work(p_.nccl_group_host_cost);
+    if (!call.participates(g)) {
+      c_->host(g).call([this, done = std::move(done)] { done(c_->sim().now(), c_->sim().now()); });
+      return;
+    }
+    call.launch(g, c_->stream(g), [this, g, &call, done = std::move(done)] { done(*call.resident_at(g), c_->sim().now()); });
   }
 
   // Steps 1-6 of docs/research/systems.md 1.1: everything the host issues before it blocks.
@@ -194,7 +192,7 @@ class MegatronTeSystem final : public MoeSystem {
     k_->launch_routing(g, s, static_cast<int64_t>(t));
     // num_local_tokens_per_expert = routing_map.sum(0): read the [T, E] mask, write E counts.
     op(g, Activity::DataShuffle, k_->memory(g, "tokens_per_expert", t * e * mp::kMaskBytes + e * mp::kLongBytes));
-    nccl(g, "allgather_counts", [this, g] { counts_->join(g); }, signals_[static_cast<size_t>(g)].counts);
+    nccl(g, "allgather_counts", [this, g] { counts_->join(g); }, counts_done_[static_cast<size_t>(g)]);
     // output_splits, num_global_tokens_per_local_expert and their sums from the [N, E] matrix.
     op(g, Activity::DataShuffle, k_->memory(g, "count_splits", 2 * n * e * mp::kLongBytes));
     // The split sizes go to the host on a side stream that waits for the counts.
@@ -231,14 +229,11 @@ class MegatronTeSystem final : public MoeSystem {
     const Layout& l = layouts_[static_cast<size_t>(g)];
     const uint64_t row_bytes = static_cast<uint64_t>(w.model().row_bytes());
     const uint64_t in = static_cast<uint64_t>(l.recv_total);
-    const Signals sig = signals_[static_cast<size_t>(g)];
-    nccl(g, "a2a_dispatch_rows",
-         [this, g] {
-           c_->phases(g).dispatch_start = c_->sim().now();
-           dispatch_->join(g);
-         },
-         sig.rows);
-    nccl(g, "a2a_dispatch_probs", [this, g] { probs_->join(g); }, sig.probs);
+    all_to_all(g, *dispatch_, [this, g](Time start, Time end) {
+      c_->phases(g).dispatch_start = start;
+      c_->phases(g).dispatch_end = end;
+    });
+    all_to_all(g, *probs_, [](Time, Time) {});
     gpu::KernelSpec sort_rows = k_->memory(g, "sort_chunks_rows", 2 * in * row_bytes);
     sort_rows.on_done = [this, g] { functional_sort(g); };
     op(g, Activity::DataShuffle, std::move(sort_rows));
@@ -262,12 +257,10 @@ class MegatronTeSystem final : public MoeSystem {
     gpu::KernelSpec unsort = k_->memory(g, "unsort_chunks_rows", 2 * in * row_bytes);
     unsort.on_done = [this, g] { functional_unsort(g); };
     op(g, Activity::DataShuffle, std::move(unsort));
-    nccl(g, "a2a_combine_rows",
-         [this, g] {
-           c_->phases(g).combine_start = c_->sim().now();
-           combine_->join(g);
-         },
-         sig.combine);
+    all_to_all(g, *combine_, [this, g](Time start, Time end) {
+      c_->phases(g).combine_start = start;
+      c_->phases(g).combine_end = end;
+    });
     // unpermute: torch.zeros(restore_shape), then scatter_add_ of the k rows of every token.
     const uint64_t t = static_cast<uint64_t>(w.tokens().count(g));
     op(g, Activity::DataShuffle, k_->memory(g, "unpermute_zeros", t * row_bytes));
@@ -425,11 +418,11 @@ class MegatronTeSystem final : public MoeSystem {
   std::unique_ptr<SharedKernels> k_;
   gpu::HostConfig host_;
   std::vector<Layout> layouts_;
-  std::vector<Signals> signals_;
+  std::vector<gpu::SignalId> counts_done_;
   std::vector<RowBuffer> x_;
   std::vector<Buffers> bufs_;
   std::unique_ptr<RingAllGather> counts_;
-  std::unique_ptr<PairwiseAllToAll> dispatch_, probs_, combine_;
+  std::unique_ptr<NcclGroupCall> dispatch_, probs_, combine_;
 };
 
 }  // namespace

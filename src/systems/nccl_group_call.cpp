@@ -14,6 +14,8 @@ NcclGroupCall::NcclGroupCall(Cluster& cluster, std::string name, std::vector<std
   const int n = cluster.gpus();
   if (static_cast<int>(bytes.size()) != n) throw std::logic_error("NcclGroupCall: matrix is not gpus x gpus");
   ranks_.resize(static_cast<size_t>(n));
+  pair_of_.assign(static_cast<size_t>(n * n), -1);
+  deltas_ = nccl_p2p_deltas(n);
   for (int s = 0; s < n; ++s) {
     if (static_cast<int>(bytes[static_cast<size_t>(s)].size()) != n) {
       throw std::logic_error("NcclGroupCall: matrix is not gpus x gpus");
@@ -21,6 +23,7 @@ NcclGroupCall::NcclGroupCall(Cluster& cluster, std::string name, std::vector<std
     for (int d = 0; d < n; ++d) {
       const uint64_t b = bytes[static_cast<size_t>(s)][static_cast<size_t>(d)];
       if (b == 0) continue;  // NCCL skips zero-size sends and receives
+      pair_of_[static_cast<size_t>(s * n + d)] = static_cast<int>(pairs_.size());
       pairs_.push_back(Pair{s, d, b, false, nullptr});
       ++ranks_[static_cast<size_t>(s)].pending;
       if (d != s) ++ranks_[static_cast<size_t>(d)].pending;
@@ -62,11 +65,20 @@ void NcclGroupCall::became_resident(int g) {
   Rank& r = ranks_[static_cast<size_t>(g)];
   if (r.resident) return;
   r.resident = cluster_.sim().now();
-  for (Pair& p : pairs_) {
-    if (p.started || (p.src != g && p.dst != g)) continue;
-    const int other = p.src == g ? p.dst : p.src;
-    if (ranks_[static_cast<size_t>(other)].resident) start_pair(p);
+  // NCCL's point-to-point schedule: in round i the rank sends to g + delta_i and receives from
+  // g - delta_i (delta_0 = 0: the self copy). A pair moves once both of its ranks are up.
+  const int n = cluster_.gpus();
+  for (const int delta : deltas_) {
+    start_if_ready(g, (g + delta) % n);
+    start_if_ready((g - delta + n) % n, g);
   }
+}
+
+void NcclGroupCall::start_if_ready(int src, int dst) {
+  const int i = pair_of_[static_cast<size_t>(src * cluster_.gpus() + dst)];
+  if (i < 0) return;
+  Pair& p = pairs_[static_cast<size_t>(i)];
+  if (!p.started && ranks_[static_cast<size_t>(src)].resident && ranks_[static_cast<size_t>(dst)].resident) start_pair(p);
 }
 
 void NcclGroupCall::start_pair(Pair& p) {

@@ -6,8 +6,9 @@
 // receive of that rank is done. Simplification: one CTA stands for the kernel's channel CTAs
 // (docs/systems.md, "NCCL kernels"). A (src, dst) transfer starts once both ranks'
 // kernels are resident and moves through the fabric with NCCL's chunked FIFO protocol
-// (net/collectives.h AllToAll); the self send/recv is a local copy through HBM. Zero-size
-// sends and receives are skipped; a rank with nothing to move launches no kernel.
+// (net/collectives.h AllToAll); a rank starts its pairs in NCCL's peer order (nccl_p2p_deltas).
+// The self send/recv is a local copy through HBM. Zero-size sends and receives are skipped; a
+// rank with nothing to move launches no kernel. Every system's NCCL all-to-all is this call.
 
 #include <cstdint>
 #include <functional>
@@ -69,6 +70,7 @@ class NcclGroupCall {
   };
 
   void became_resident(int g);
+  void start_if_ready(int src, int dst);
   void start_pair(Pair& p);
   void pair_delivered(Pair& p);
   void rank_progress(int g);
@@ -79,6 +81,8 @@ class NcclGroupCall {
   int priority_;
   std::vector<Rank> ranks_;
   std::vector<Pair> pairs_;
+  std::vector<int> pair_of_;  // index into pairs_ per src * gpus + dst, or -1
+  std::vector<int> deltas_;
   PairHook on_start_, on_delivered_;
 };
 

@@ -1,9 +1,10 @@
 // megatron-te: the mechanism-level facts of Megatron's all-to-all dispatcher, and the NCCL
-// rank collectives it runs on.
+// collectives it runs on (the grouped all-to-all every NCCL-based system shares).
 
 #include <gtest/gtest.h>
 
-#include "systems/nccl_rank_collectives.h"
+#include "systems/nccl_group_call.h"
+#include "systems/nccl_ring_all_gather.h"
 #include "systems/system_run.h"
 
 namespace moehub {
@@ -60,39 +61,67 @@ struct CollectiveRig {
   Cluster& cluster() { return *run.cluster; }
 };
 
-TEST(PairwiseAllToAll, APairMovesOnlyOnceBothRanksJoined) {
-  // Rank 1 joins 10 us late: rank 0's part ends exactly 10 us later than when both join at
-  // once, since its only pair cannot start earlier.
-  auto done_at = [](Time late) {
-    CollectiveRig rig(2);
-    std::vector<Time> done(2);
-    PairwiseAllToAll a2a(rig.cluster(), {{0, 1 << 20}, {0, 0}}, nullptr,
-                         [&](int g) { done[static_cast<size_t>(g)] = rig.cluster().sim().now(); });
-    a2a.join(0);
-    rig.cluster().sim().schedule_in(late, [&] { a2a.join(1); });
+// Launches GPU g's kernel of `call` at `at`; records the pairs in the order they start.
+struct GroupCallRig : CollectiveRig {
+  std::vector<std::pair<int, int>> started;
+  std::vector<Time> delivered_at;
+  GroupCallRig(int gpus) : CollectiveRig(gpus) {}
+  void hook(NcclGroupCall& call) {
+    call.set_hooks([this](int s, int d) { started.push_back({s, d}); },
+                   [this](int, int) { delivered_at.push_back(cluster().sim().now()); });
+  }
+  void launch_at(NcclGroupCall& call, int g, Time at) {
+    cluster().sim().schedule_in(at, [this, &call, g] { call.launch(g, cluster().stream(g)); });
+  }
+};
+
+TEST(NcclGroupCall, APairMovesOnlyOnceBothKernelsAreUp) {
+  // Rank 1's kernel comes 10 us late: the only pair lands exactly 10 us later.
+  auto landed = [](Time late) {
+    GroupCallRig rig(2);
+    NcclGroupCall call(rig.cluster(), "a2a", {{0, 1 << 20}, {0, 0}}, NcclKernelShape{});
+    rig.hook(call);
+    rig.launch_at(call, 0, Time::zero());
+    rig.launch_at(call, 1, late);
     rig.cluster().sim().run();
-    return done;
+    EXPECT_EQ(rig.delivered_at.size(), 1u);
+    EXPECT_TRUE(call.done_at(0) && call.done_at(1));
+    return rig.delivered_at.at(0);
   };
-  const std::vector<Time> together = done_at(Time::zero());
-  const std::vector<Time> late = done_at(Time::from_us(10));
-  EXPECT_GT(together[0], Time::zero());
-  EXPECT_EQ(late[0], together[0] + Time::from_us(10));
-  EXPECT_EQ(late[1], together[1] + Time::from_us(10));
+  const Time together = landed(Time::zero());
+  EXPECT_GT(together, Time::zero());
+  EXPECT_EQ(landed(Time::from_us(10)), together + Time::from_us(10));
 }
 
-TEST(PairwiseAllToAll, ARankWithNothingToMoveEndsAtItsJoin) {
-  CollectiveRig rig(2);
-  std::vector<Time> done(2, Time::max());
-  std::vector<std::pair<int, int>> pairs;
-  PairwiseAllToAll a2a(rig.cluster(), {{64, 0}, {0, 0}}, [&](int s, int d) { pairs.push_back({s, d}); },
-                       [&](int g) { done[static_cast<size_t>(g)] = rig.cluster().sim().now(); });
-  rig.cluster().sim().schedule_in(Time::from_us(3), [&] { a2a.join(1); });
-  a2a.join(0);
+TEST(NcclGroupCall, ALateRankStartsItsPairsInNcclPeerOrder) {
+  // Four ranks, every pair non-empty; rank 3 comes last, so all of its pairs start when it is
+  // up, in the order of its rounds: deltas 0, 1, 3, 2 (send to 3 + d, receive from 3 - d).
+  GroupCallRig rig(4);
+  NcclGroupCall call(rig.cluster(), "a2a", std::vector<std::vector<uint64_t>>(4, std::vector<uint64_t>(4, 4096)),
+                     NcclKernelShape{});
+  rig.hook(call);
+  for (int g = 0; g < 3; ++g) rig.launch_at(call, g, Time::zero());
+  rig.launch_at(call, 3, Time::from_us(5));
   rig.cluster().sim().run();
-  EXPECT_EQ(done[1], Time::from_us(3));   // no pair involves rank 1
-  EXPECT_LT(done[0], Time::from_us(3));   // its self copy only: 128 B through HBM
-  ASSERT_EQ(pairs.size(), 1u);
-  EXPECT_EQ(pairs[0], std::make_pair(0, 0));
+  ASSERT_EQ(rig.started.size(), 16u);
+  const std::vector<std::pair<int, int>> last(rig.started.end() - 7, rig.started.end());
+  const std::vector<std::pair<int, int>> expected{{3, 3}, {3, 0}, {2, 3}, {3, 2}, {0, 3}, {3, 1}, {1, 3}};
+  EXPECT_EQ(last, expected);
+}
+
+TEST(NcclGroupCall, ARankWithNothingToMoveTakesNoPart) {
+  GroupCallRig rig(2);
+  NcclGroupCall call(rig.cluster(), "a2a", {{64, 0}, {0, 0}}, NcclKernelShape{});
+  rig.hook(call);
+  EXPECT_TRUE(call.participates(0));  // its self copy
+  EXPECT_FALSE(call.participates(1));
+  rig.launch_at(call, 0, Time::zero());
+  rig.launch_at(call, 1, Time::zero());  // launches nothing
+  rig.cluster().sim().run();
+  ASSERT_EQ(rig.started.size(), 1u);
+  EXPECT_EQ(rig.started[0], std::make_pair(0, 0));
+  EXPECT_TRUE(call.done_at(0));
+  EXPECT_FALSE(call.resident_at(1));
 }
 
 TEST(RingAllGather, TakesNMinusOneSequentialHops) {

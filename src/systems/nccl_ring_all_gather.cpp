@@ -1,0 +1,69 @@
+#include "systems/nccl_ring_all_gather.h"
+
+#include <stdexcept>
+
+namespace moehub {
+
+RingAllGather::RingAllGather(Cluster& cluster, uint64_t block_bytes, std::function<void(int)> on_rank)
+    : cluster_(cluster),
+      n_(cluster.gpus()),
+      block_bytes_(block_bytes),
+      on_rank_(std::move(on_rank)),
+      joined_(static_cast<size_t>(n_), 0),
+      sent_(static_cast<size_t>(n_), 0),
+      sends_landed_(static_cast<size_t>(n_), 0),
+      received_(static_cast<size_t>(n_), 0),
+      rank_done_(static_cast<size_t>(n_), 0) {}
+
+void RingAllGather::join(int r) {
+  if (joined_.at(static_cast<size_t>(r))) throw std::logic_error("RingAllGather: rank joined twice");
+  joined_[static_cast<size_t>(r)] = 1;
+  try_send(r);
+  maybe_rank_done(r);
+}
+
+void RingAllGather::try_send(int r) {
+  const size_t i = static_cast<size_t>(r);
+  // Step s forwards the block received in step s - 1 (step 0: the rank's own block).
+  while (joined_[i] && sent_[i] < n_ - 1 && sent_[i] <= received_[i]) {
+    ++sent_[i];
+    const int next = (r + 1) % n_;
+    cluster_.network().transfer(r, next, block_bytes_, 0, [this, r, next] {
+      ++sends_landed_[static_cast<size_t>(r)];
+      ++received_[static_cast<size_t>(next)];
+      try_send(next);
+      maybe_rank_done(r);
+      maybe_rank_done(next);
+    });
+  }
+}
+
+void RingAllGather::maybe_rank_done(int r) {
+  const size_t i = static_cast<size_t>(r);
+  if (rank_done_[i] || !joined_[i] || received_[i] < n_ - 1 || sends_landed_[i] < n_ - 1) return;
+  rank_done_[i] = 1;
+  on_rank_(r);
+}
+
+gpu::KernelSpec nccl_kernel(Cluster& cluster, std::string name, uint32_t threads, std::function<void()> join,
+                            gpu::SignalId done_signal) {
+  gpu::KernelSpec spec;
+  spec.name = std::move(name);
+  spec.blocks = 1;
+  spec.shape.threads = threads;
+  Simulator* sim = &cluster.sim();
+  spec.program = std::make_shared<gpu::FunctionProgram>(
+      [sim, join = std::move(join), done_signal, joined = false](gpu::BlockState& b) mutable {
+        if (b.step > 0) return gpu::Step::done();
+        if (!joined) {
+          // The block's first step is fetched when the kernel starts: that is when this rank's
+          // NCCL kernel begins to move data.
+          joined = true;
+          sim->schedule_in(Time::zero(), [join] { join(); });
+        }
+        return gpu::Step::wait(done_signal, 1, gpu::WaitMode::Poll);
+      });
+  return spec;
+}
+
+}  // namespace moehub
