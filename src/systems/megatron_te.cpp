@@ -158,20 +158,25 @@ class MegatronTeSystem final : public MoeSystem {
     c_->host(g).work(p_.framework_op_cost);
     c_->launch(g, c_->stream(g), what, std::move(spec));
   }
-  void nccl(int g, std::string name, std::function<void()> join, gpu::SignalId done) {
+  // The count all-gather's NCCL call (the all-to-alls are all_to_all below).
+  void all_gather(int g, std::string name, std::function<void()> join, gpu::SignalId done) {
     c_->host(g).work(p_.nccl_group_host_cost);
     c_->launch(g, c_->stream(g), Activity::Communication, nccl_kernel(*c_, std::move(name), p_.nccl.threads, std::move(join), done));
   }
   // An all_to_all_single: its group call's host cost, then its kernel; `done(start, end)` with
-  // the times this rank's kernel was up and ended. A rank with nothing to send or receive
-  // launches nothing (NCCL's group has no work for it): its part begins and ends at the call.
+  // the times this rank's kernel was up and ended (its end is seen at the CTA's next poll of
+  // its flag). A rank with nothing to send or receive launches nothing (NCCL's group has no
+  // work for it): its part begins and ends when its stream reaches the call.
   void all_to_all(int g, NcclGroupCall& call, std::function<void(Time, Time)> done) {
     c_->host(g).work(p_.nccl_group_host_cost);
     if (!call.participates(g)) {
-      c_->host(g).call([this, done = std::move(done)] { done(c_->sim().now(), c_->sim().now()); });
+      c_->host(g).call([this, g, done = std::move(done)]() mutable {
+        c_->stream(g).callback([this, done = std::move(done)] { done(c_->sim().now(), c_->sim().now()); });
+      });
       return;
     }
-    call.launch(g, c_->stream(g), [this, g, &call, done = std::move(done)] { done(*call.resident_at(g), c_->sim().now()); });
+    NcclGroupCall* c = &call;  // owned by this system for the whole run
+    call.launch(g, c_->stream(g), [this, g, c, done = std::move(done)] { done(*c->resident_at(g), c_->sim().now()); });
   }
 
   // Steps 1-6 of docs/research/systems.md 1.1: everything the host issues before it blocks.
@@ -192,7 +197,7 @@ class MegatronTeSystem final : public MoeSystem {
     k_->launch_routing(g, s, static_cast<int64_t>(t));
     // num_local_tokens_per_expert = routing_map.sum(0): read the [T, E] mask, write E counts.
     op(g, Activity::DataShuffle, k_->memory(g, "tokens_per_expert", t * e * mp::kMaskBytes + e * mp::kLongBytes));
-    nccl(g, "allgather_counts", [this, g] { counts_->join(g); }, counts_done_[static_cast<size_t>(g)]);
+    all_gather(g, "allgather_counts", [this, g] { counts_->join(g); }, counts_done_[static_cast<size_t>(g)]);
     // output_splits, num_global_tokens_per_local_expert and their sums from the [N, E] matrix.
     op(g, Activity::DataShuffle, k_->memory(g, "count_splits", 2 * n * e * mp::kLongBytes));
     // The split sizes go to the host on a side stream that waits for the counts.

@@ -15,12 +15,10 @@
 
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "gpu/kernel.h"
-#include "net/collectives.h"
 #include "systems/cluster.h"
 
 namespace moehub {

@@ -3,9 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "systems/network_store_port.h"
+#include "systems/remote_memory.h"
 #include "systems/system_run.h"
 
 namespace moehub {
@@ -43,6 +46,24 @@ TEST(NetworkStorePort, LocalStoreReachesTheReceiverWithItsTagAndNoPacket) {
   ASSERT_NE(rx.seen[0].client, nullptr);
   EXPECT_TRUE(rx.seen[0].client->cookie_is_for_receiver());
   EXPECT_EQ(r.cluster->packets()->stats()["packets_injected"].get<uint64_t>(), 0u);
+}
+
+TEST(NetworkStorePort, RemoteMemoryDecodesALocalTaggedStoreAsItDoesARemoteOne) {
+  // Its tag carries a code for the system as well as a signal: both must come out.
+  SystemRun r("ideal", {"run.gpus=2"}, false);
+  RemoteMemory memory(*r.cluster);
+  std::map<std::pair<int, uint64_t>, uint64_t> bytes_by;  // (GPU, code) -> bytes reported
+  memory.on_write([&](int gpu, uint64_t code, uint64_t bytes) { bytes_by[{gpu, code}] += bytes; });
+  const gpu::SignalId local = r.cluster->gpu(0).create_signal("rows in");
+  const gpu::SignalId remote = r.cluster->gpu(1).create_signal("rows in");
+  NetworkStorePort port(*r.cluster, 0);
+  EXPECT_TRUE(port.try_store(store_to(0, 0, 512, RemoteMemory::tag(local, 41)), [] {}));
+  EXPECT_TRUE(port.try_store(store_to(0, 1, 512, RemoteMemory::tag(remote, 42)), [] {}));
+  r.sim.run();
+  const std::map<std::pair<int, uint64_t>, uint64_t> expected{{{0, 41}, 512}, {{1, 42}, 512}};  // the remote one in packets
+  EXPECT_EQ(bytes_by, expected);
+  EXPECT_EQ(r.cluster->gpu(0).signal_value(local), 512);
+  EXPECT_EQ(r.cluster->gpu(1).signal_value(remote), 512);
 }
 
 TEST(NetworkStorePort, RemoteStoreCrossesTheFabricInPacketsCarryingTheTag) {
