@@ -152,7 +152,6 @@ class MegatronTeSystem final : public MoeSystem {
   }
 
  private:
-
   // A PyTorch op: Python/ATen dispatch on the host, then the kernel launch.
   void op(int g, Activity what, gpu::KernelSpec spec) {
     c_->host(g).work(p_.framework_op_cost);
