@@ -160,7 +160,7 @@ class MegatronTeSystem final : public MoeSystem {
   // The count all-gather's NCCL call (the all-to-alls are all_to_all below).
   void all_gather(int g, std::string name, std::function<void()> join, gpu::SignalId done) {
     c_->host(g).work(p_.nccl_group_host_cost);
-    c_->launch(g, c_->stream(g), Activity::Communication, nccl_kernel(*c_, std::move(name), p_.nccl.threads, std::move(join), done));
+    c_->launch(g, c_->stream(g), Activity::Communication, nccl_kernel(std::move(name), p_.nccl, std::move(join), done));
   }
   // An all_to_all_single: its group call's host cost, then its kernel; `done(start, end)` with
   // the times this rank's kernel was up and ended (its end is seen at the CTA's next poll of

@@ -41,19 +41,27 @@ void NcclGroupCall::set_hooks(PairHook on_start, PairHook on_delivered) {
 
 bool NcclGroupCall::participates(int g) const { return ranks_.at(static_cast<size_t>(g)).pending > 0; }
 
+gpu::KernelSpec nccl_kernel(std::string name, NcclKernelShape shape, std::function<void()> on_up, gpu::SignalId done) {
+  gpu::KernelSpec spec;
+  spec.name = std::move(name);
+  spec.blocks = 1;
+  spec.shape.threads = shape.threads;
+  spec.program = std::make_shared<gpu::FunctionProgram>(
+      [on_up = std::move(on_up), done, up = false](gpu::BlockState& b) mutable {
+        if (b.step > 0) return gpu::Step::done();
+        // The first step is fetched as the CTA is placed on an SM: the rank's side is up.
+        if (!up) {
+          up = true;
+          on_up();
+        }
+        return gpu::Step::wait(done, 1, gpu::WaitMode::Poll);
+      });
+  return spec;
+}
+
 void NcclGroupCall::launch(int g, gpu::Stream& stream, Callback on_done) {
   if (!participates(g)) return;
-  gpu::KernelSpec spec;
-  spec.name = name_;
-  spec.blocks = 1;
-  spec.shape.threads = shape_.threads;
-  const gpu::SignalId done = ranks_[static_cast<size_t>(g)].done_signal;
-  spec.program = std::make_shared<gpu::FunctionProgram>([this, g, done](gpu::BlockState& b) {
-    if (b.step > 0) return gpu::Step::done();
-    // The first step is fetched as the CTA is placed on an SM: the rank's side is up.
-    became_resident(g);
-    return gpu::Step::wait(done, 1, gpu::WaitMode::Poll);
-  });
+  gpu::KernelSpec spec = nccl_kernel(name_, shape_, [this, g] { became_resident(g); }, ranks_[static_cast<size_t>(g)].done_signal);
   spec.on_done = [this, g, on_done = std::move(on_done)]() mutable {
     ranks_[static_cast<size_t>(g)].done = cluster_.sim().now();
     if (on_done) on_done();

@@ -29,6 +29,11 @@ struct NcclKernelShape {
   uint32_t threads = 640;  // NCCL_MAX_NTHREADS (research 7.3)
 };
 
+// An NCCL kernel as every collective here models it: one CTA of `shape` that calls `on_up`
+// once it is placed on an SM (the rank's side of the collective starts moving data) and spins
+// on `done` (a signal of its GPU; a poll-mode wait) until it reaches 1.
+gpu::KernelSpec nccl_kernel(std::string name, NcclKernelShape shape, std::function<void()> on_up, gpu::SignalId done);
+
 class NcclGroupCall {
  public:
   using PairHook = std::function<void(int src, int dst)>;

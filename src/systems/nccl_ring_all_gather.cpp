@@ -45,25 +45,4 @@ void RingAllGather::maybe_rank_done(int r) {
   on_rank_(r);
 }
 
-gpu::KernelSpec nccl_kernel(Cluster& cluster, std::string name, uint32_t threads, std::function<void()> join,
-                            gpu::SignalId done_signal) {
-  gpu::KernelSpec spec;
-  spec.name = std::move(name);
-  spec.blocks = 1;
-  spec.shape.threads = threads;
-  Simulator* sim = &cluster.sim();
-  spec.program = std::make_shared<gpu::FunctionProgram>(
-      [sim, join = std::move(join), done_signal, joined = false](gpu::BlockState& b) mutable {
-        if (b.step > 0) return gpu::Step::done();
-        if (!joined) {
-          // The block's first step is fetched when the kernel starts: that is when this rank's
-          // NCCL kernel begins to move data.
-          joined = true;
-          sim->schedule_in(Time::zero(), [join] { join(); });
-        }
-        return gpu::Step::wait(done_signal, 1, gpu::WaitMode::Poll);
-      });
-  return spec;
-}
-
 }  // namespace moehub

@@ -9,16 +9,14 @@
 // it has joined and holds that block; small blocks land in the receiver's FIFO before its
 // kernel runs (initial credits), so only forwarding waits for the receiver's join.
 //
-// `nccl_kernel` is the stream command that joins: a one-CTA kernel that joins the collective
-// when it starts and spins on its done flag (a poll-mode wait, as NcclGroupCall's kernel) until
-// the rank's part is done.
+// A rank joins from its NCCL kernel (`nccl_kernel`, systems/nccl_group_call.h): the kernel
+// joins when it is placed and spins on its done flag until the rank's part is done.
 
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "gpu/kernel.h"
 #include "systems/cluster.h"
 
 namespace moehub {
@@ -40,10 +38,5 @@ class RingAllGather {
   std::vector<int> sent_, sends_landed_, received_;
   std::vector<uint8_t> rank_done_;
 };
-
-// A one-block kernel for GPU g that calls `join` when it starts and ends once `done_signal`
-// (a signal of GPU g) reaches 1.
-gpu::KernelSpec nccl_kernel(Cluster& cluster, std::string name, uint32_t threads, std::function<void()> join,
-                            gpu::SignalId done_signal);
 
 }  // namespace moehub
