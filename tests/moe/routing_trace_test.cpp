@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <unistd.h>
 
 #include "moe/routing_trace.h"
 #include "moe/synthetic_routing.h"
@@ -108,7 +110,7 @@ TEST(RoutingTrace, WrittenTracesReadBackExactly) {
 }
 
 TEST(RoutingTrace, FilesByExtension) {
-  const auto dir = std::filesystem::temp_directory_path() / "moehub-trace-test";
+  const auto dir = std::filesystem::temp_directory_path() / ("moehub-trace-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "r.csv") << kCsv;
   EXPECT_EQ(read_routing_trace(dir / "r.csv", kExpect).expert(1, 0), 0);

@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <string>
+#include <unistd.h>
 
 #include "moe/workload.h"
 #include "moe_test_config.h"
@@ -61,7 +63,7 @@ TEST(Workload, BadInputsNameTheirKey) {
 }
 
 TEST(Workload, TraceSourceAndTokensPerGpuWhenNotDivisible) {
-  const auto dir = std::filesystem::temp_directory_path() / "moehub-workload-test";
+  const auto dir = std::filesystem::temp_directory_path() / ("moehub-workload-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto file = dir / "trace.jsonl";
   {

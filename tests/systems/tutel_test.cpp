@@ -2,6 +2,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+
+#include <unistd.h>
 
 #include "systems/system_run.h"
 #include "systems/tutel_capacity.h"
@@ -62,7 +65,10 @@ TEST(TutelAdaptiveDegree, WeightBoundChunksStayWholeAndLargeOnesPipeline) {
 class TutelDrops : public ::testing::Test {
  protected:
   void SetUp() override {
-    trace_ = std::filesystem::temp_directory_path() / "moehub_tutel_drops.csv";
+    // One file per process and test: ctest runs the tests of this fixture side by side.
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    trace_ = std::filesystem::temp_directory_path() /
+             ("moehub_tutel_drops-" + std::to_string(::getpid()) + "-" + info->name() + ".csv");
     std::ofstream f(trace_);
     f << "token,layer,experts,weights\n";
     for (int t = 0; t < 4; ++t) f << t << ",0,0;1,0.75;0.25\n";
