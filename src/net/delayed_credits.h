@@ -63,10 +63,12 @@ class DelayedCredits {
       }
       ring_[(head_ + i) & mask] = entry;
       ++size_;
+      if (i == 0) front_at_ = at;
     }
-    int64_t front_at() const { return size_ > 0 ? time_of(ring_[head_]) : INT64_MAX; }
+    int64_t front_at() const { return front_at_; }
     // Removes the returns due by `now`; returns their flits.
     uint32_t take_due(int64_t now) {
+      if (front_at_ > now) return 0;  // the common look: nothing due, and the ring stays untouched
       uint32_t flits = 0;
       const size_t mask = ring_.size() - 1;
       while (size_ > 0 && time_of(ring_[head_]) <= now) {
@@ -75,6 +77,7 @@ class DelayedCredits {
         --size_;
       }
       if (size_ == 0) head_ = 0;  // an empty ring starts over from its first, warm, entries
+      front_at_ = size_ > 0 ? time_of(ring_[head_]) : INT64_MAX;
       return flits;
     }
 
@@ -92,6 +95,7 @@ class DelayedCredits {
     std::vector<uint64_t> ring_;
     size_t head_ = 0;
     size_t size_ = 0;
+    int64_t front_at_ = INT64_MAX;  // time of ring_[head_]: a look at the clock touches no ring
   };
 
   void absorb(Time now) {

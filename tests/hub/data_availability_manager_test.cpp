@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "hub/data_availability_manager.h"
 #include "sim/error.h"
 
@@ -157,6 +161,50 @@ TEST(Dam, TooSmallTablesAndCountersAreConfigurationErrors) {
   narrow.global_counter_bits = 8;
   DataAvailabilityManager tiny(sim, narrow, [](const DamSignal&) {});
   EXPECT_THROW(tiny.set_expected_total(256), UserError);
+}
+
+
+// The table remembers where its last search ended; answers must not depend on the order of
+// the queries. Entries of uneven length with a gap and two tables' worth of queries: ascending
+// (the hint path), descending and scattered (the fallback), and after entries are added.
+TEST(DependencyTableOverlap, AnswersDoNotDependOnQueryOrder) {
+  DependencyTable table(64);
+  const auto brute = [&](uint64_t address, uint64_t bytes) {
+    std::vector<std::pair<uint32_t, uint64_t>> out;
+    for (const DependencyEntry& e : table.entries()) {
+      const uint64_t lo = std::max(address, e.begin), hi = std::min(address + bytes, e.end);
+      if (lo < hi) out.emplace_back(e.group, hi - lo);
+    }
+    return out;
+  };
+  const auto query = [&](uint64_t address, uint64_t bytes) {
+    std::vector<std::pair<uint32_t, uint64_t>> out;
+    table.for_each_overlap(address, bytes, [&](const DependencyEntry& e, uint64_t n) { out.emplace_back(e.group, n); });
+    return out;
+  };
+  uint64_t at = 1000;
+  for (uint32_t g = 0; g < 20; ++g) {
+    const uint64_t len = 100 + 37 * (g % 5);
+    table.add(DependencyEntry{at, at + len, g, len, 0, 0});
+    at += len + (g == 9 ? 500 : 0);  // a gap after group 9
+  }
+  std::vector<uint64_t> addresses;
+  for (uint64_t a = 900; a < at + 200; a += 61) addresses.push_back(a);
+  const std::vector<uint64_t> forward = addresses;
+  std::reverse(addresses.begin(), addresses.end());
+  const std::vector<uint64_t> backward = addresses;
+  for (const auto* order : {&forward, &backward}) {
+    for (uint64_t a : *order) {
+      for (uint64_t bytes : {1, 64, 300}) EXPECT_EQ(query(a, bytes), brute(a, bytes)) << a << "+" << bytes;
+    }
+  }
+  for (size_t i = 0; i < forward.size(); ++i) {
+    const uint64_t a = forward[(i * 7) % forward.size()];
+    EXPECT_EQ(query(a, 128), brute(a, 128)) << a;
+  }
+  table.add(DependencyEntry{500, 600, 99, 100, 0, 0});  // in front of every other entry
+  for (uint64_t a : forward) EXPECT_EQ(query(a, 128), brute(a, 128)) << a;
+  EXPECT_EQ(query(550, 10), (std::vector<std::pair<uint32_t, uint64_t>>{{99, 10}}));
 }
 
 }  // namespace
