@@ -69,7 +69,9 @@ class PacketNetwork final : public Network {
 
  private:
   static constexpr uint32_t kNil = UINT32_MAX;
-  struct Slot {
+  // One cache line per packet: unaligned, most slots straddled two lines, and reading a queue's
+  // head (its time, then its kind) missed the cache twice.
+  struct alignas(64) Slot {
     Packet pkt;
     int64_t ready_ps = 0;  // when it may leave the queue it sits in
     uint32_t next = kNil;
@@ -164,6 +166,7 @@ class PacketNetwork final : public Network {
   std::vector<Time> ser_;  // serialisation time per flit count on one plane link
 
   std::vector<Slot> pool_;
+  static_assert(sizeof(Slot) == 64, "a packet slot is one cache line");
   uint32_t free_head_ = kNil;
   std::vector<Queue> egress_;
   std::vector<uint8_t> next_plane_;  // per (src, dst): round-robin spreading
