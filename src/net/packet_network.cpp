@@ -72,6 +72,7 @@ uint32_t PacketNetwork::alloc_slot() {
     const uint32_t id = free_head_;
     free_head_ = pool_[id].next;
     pool_[id].next = kNil;
+    if (free_head_ != kNil) __builtin_prefetch(&pool_[free_head_], 1);  // the next packet's slot
     return id;
   }
   pool_.emplace_back();
@@ -93,6 +94,9 @@ void PacketNetwork::push(Queue& q, uint32_t id) {
 void PacketNetwork::set_voq_head(Output& o, int tc, uint32_t in, size_t index) {
   const Slot& s = pool_[voq_[index].head];
   voq_head_[index] = VoqHead{s.ready_ps, s.flits, s.pkt.priority};
+  // The packet behind becomes head at this VOQ's next grant, a few grants from now; its slot
+  // was written when it left its GPU, long enough ago to have left the cache.
+  if (s.next != kNil) __builtin_prefetch(&pool_[s.next]);
   if (s.pkt.priority > 0) {
     o.prioritized[tc] |= 1ULL << in;
   } else {
@@ -522,6 +526,9 @@ void PacketNetwork::on_ingress(int gpu, int plane, int tc) {
       }
     }
     const uint32_t id = pop(q);
+    // The next packet on this link arrives a serialisation time later, a few dozen events from
+    // now; its slot was written when the switch granted it, up to two link latencies ago.
+    if (q.head != kNil) __builtin_prefetch(&pool_[q.head]);
     const uint16_t flits = pool_[id].flits;
     Packet p = release(id);
     // The ingress slot frees now; the credit reaches the switch output one link latency later

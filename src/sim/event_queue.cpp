@@ -158,7 +158,14 @@ inline uint32_t EventQueue::take_front(uint64_t limit_biased) {
     slot = c;
     time = nodes_[c].time;
     if (time > limit_biased) return kNone;
-    bucket_pop(static_cast<uint32_t>((time >> kBucketBits) & (kBuckets - 1)));
+    const auto bucket = static_cast<uint32_t>((time >> kBucketBits) & (kBuckets - 1));
+    bucket_pop(bucket);
+    // The event behind this one in its bucket is likely the next to run: fetch its node and
+    // callback while this one runs.
+    if (const uint32_t next = buckets_[bucket].head; next != kNone) {
+      __builtin_prefetch(&nodes_[next]);
+      __builtin_prefetch(&callback_at(next));
+    }
   }
   // Every remaining event is at or after this one, so the window may move up to it.
   const uint64_t abs = time >> kBucketBits;
