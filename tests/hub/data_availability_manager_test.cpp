@@ -163,10 +163,9 @@ TEST(Dam, TooSmallTablesAndCountersAreConfigurationErrors) {
   EXPECT_THROW(tiny.set_expected_total(256), UserError);
 }
 
-
-// The table remembers where its last search ended; answers must not depend on the order of
-// the queries. Entries of uneven length with a gap and two tables' worth of queries: ascending
-// (the hint path), descending and scattered (the fallback), and after entries are added.
+// The overlap search (a lower bound widened by the longest entry) against a brute-force scan:
+// entries of uneven length with a gap, queries ascending, descending and scattered, and again
+// after an entry is inserted in front of the others.
 TEST(DependencyTableOverlap, AnswersDoNotDependOnQueryOrder) {
   DependencyTable table(64);
   const auto brute = [&](uint64_t address, uint64_t bytes) {
