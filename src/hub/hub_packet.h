@@ -69,6 +69,13 @@ class PacketPort {
   // After a refusal for `peer`: the port calls `ready` once, when a packet to `peer` may be
   // accepted again.
   virtual void notify_when_ready(uint32_t peer, Callback ready) = 0;
+  // True if no packet of `payload_bytes`, to any peer, would be accepted now, and room for one
+  // comes only with a notify_when_ready callback, for any peer (one queue for every peer).
+  // False where the port cannot say so.
+  virtual bool accepts_nothing(uint32_t payload_bytes) const {
+    (void)payload_bytes;
+    return false;
+  }
 };
 
 }  // namespace moehub

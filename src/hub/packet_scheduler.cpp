@@ -6,6 +6,10 @@ PacketScheduler::PacketScheduler(Simulator& sim, RemoteWriteBufferPool& pool, Pa
     : sim_(sim), pool_(pool), port_(port), clock_(pool.config().clock), blocked_(pool.peers(), false) {}
 
 void PacketScheduler::wake() {
+  if (waiting_for_port_) {
+    if (pool_.non_full_entries() == 0) return;  // a whole entry more: refused like the others
+    waiting_for_port_ = false;
+  }
   if (sim_.pending(pump_event_)) return;
   // Pumps run on hub cycle edges, no earlier than the next issue slot.
   const Time at = max(clock_.time_of(clock_.cycle_at_or_after(sim_.now())), next_issue_);
@@ -41,6 +45,17 @@ void PacketScheduler::pump() {
     else ++full_packets_;
     next_partition_ = (peer + 1) % n;
     next_issue_ = clock_.time_of(clock_.cycle_at_or_after(now) + pool_.config().issue_cycles);
+    // Under back-pressure the packet just sent fills the port again: a pump at the next issue
+    // slot would find every candidate refused (each a whole entry) and wait for the port. Wait
+    // for it now instead; the next packet leaves at the same slot either way. The freed hook's
+    // stores (refills of the entry just freed) keep the wait unless they leave a partial entry.
+    if (pool_.non_full_entries() == 0 && port_.accepts_nothing(pool_.config().entry_bytes)) {
+      waiting_for_port_ = true;
+      port_.notify_when_ready(peer, [this] {
+        waiting_for_port_ = false;
+        wake();
+      });
+    }
     if (freed_hook_) freed_hook_(peer);
     wake();
     return;

@@ -47,6 +47,10 @@ class PacketScheduler {
   EventHandle pump_event_;
   EventHandle timer_event_;
   Time timer_at_ = Time::max();
+  // After a send that left the port too full for a whole entry, with only whole entries
+  // buffered: the next pump could only be refused, so none runs until the port calls back or
+  // a non-whole entry appears (a partly filled store, a flush).
+  bool waiting_for_port_ = false;
   std::function<void(uint32_t)> freed_hook_;
 
   uint64_t packets_ = 0, payload_bytes_ = 0, full_packets_ = 0, bypasses_ = 0, flushed_packets_ = 0;

@@ -131,8 +131,11 @@ bool RemoteWriteBufferPool::try_insert(uint32_t peer, const RemoteStore& s, Time
       if (piece.mask != full_mask_) p.partial_by_age.emplace_back(e.seq, slot);
     }
     Entry& e = p.slots[slot];
+    const bool was_full = piece.slot != kNoSlot && e.mask == full_mask_;
     e.mask |= piece.mask;
     ++e.pieces;
+    if (piece.slot == kNoSlot && e.mask != full_mask_) ++non_full_;
+    if (piece.slot != kNoSlot && !was_full && e.mask == full_mask_) --non_full_;
     if (e.mask == full_mask_) make_ready(p, slot);
   }
   return true;
@@ -202,6 +205,7 @@ void RemoteWriteBufferPool::take(uint32_t peer, const Pick& pick) {
   }
   index_erase(p, e.key);
   e.live = false;
+  if (e.mask != full_mask_) --non_full_;
   p.free.push_back(pick.slot);
   --buffered_;
 }

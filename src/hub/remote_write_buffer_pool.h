@@ -41,7 +41,9 @@ class RemoteWriteBufferPool {
   // The packet the entry would make (and its payload alone); take() removes the entry.
   HubPacket packet(uint32_t peer, const Pick& pick) const;
   uint32_t payload_bytes(uint32_t peer, const Pick& pick) const {
-    return static_cast<uint32_t>(std::popcount(parts_[peer].slots[pick.slot].mask)) * cfg_.mask_granule_bytes;
+    const uint64_t mask = parts_[peer].slots[pick.slot].mask;
+    // Most entries leave whole; std::popcount is a library call on baseline x86-64.
+    return mask == full_mask_ ? cfg_.entry_bytes : static_cast<uint32_t>(std::popcount(mask)) * cfg_.mask_granule_bytes;
   }
   void take(uint32_t peer, const Pick& pick);
 
@@ -53,6 +55,9 @@ class RemoteWriteBufferPool {
   uint32_t peers() const { return static_cast<uint32_t>(parts_.size()); }
   uint32_t free_entries(uint32_t peer) const;
   size_t buffered() const { return buffered_; }  // live entries over all partitions
+  // Live entries not (yet) filled whole, over all partitions: partly filled or flushed. While
+  // there are none, every packet the pool could name carries a whole entry.
+  size_t non_full_entries() const { return non_full_; }
   uint64_t stores() const { return stores_; }
   uint64_t merges() const { return merges_; }
   const RpmConfig& config() const { return cfg_; }
@@ -114,6 +119,7 @@ class RemoteWriteBufferPool {
   std::vector<Partition> parts_;
   std::vector<Piece> pieces_;  // scratch of try_insert, kept to avoid an allocation per store
   size_t buffered_ = 0;
+  size_t non_full_ = 0;
   uint64_t next_seq_ = 0;
   uint64_t stores_ = 0, merges_ = 0;
 };

@@ -30,6 +30,13 @@ class DelayedCredits {
   void take(int tc, uint32_t flits) { avail_[tc] -= flits; }
   // Returns may be pushed out of time order; they are absorbed by time.
   void give_at(Time at, int tc, uint32_t flits) { returns_[tc].push(at.ps(), flits); }
+  // The time by which `flits` of class tc are available, counting the pending returns
+  // (Time::max() if they never suffice). For a sender that lacks credits now.
+  Time time_available(int tc, uint32_t flits) const {
+    if (avail_[tc] >= flits) return Time::zero();
+    const int64_t t = returns_[tc].time_covering(flits - avail_[tc]);
+    return t == INT64_MAX ? Time::max() : Time::from_ps(t);
+  }
   // Time of the earliest pending return, or Time::max().
   Time next_return() const {
     const int64_t t = returns_[0].front_at() < returns_[1].front_at() ? returns_[0].front_at() : returns_[1].front_at();
@@ -66,6 +73,17 @@ class DelayedCredits {
       if (i == 0) front_at_ = at;
     }
     int64_t front_at() const { return front_at_; }
+    // The time of the return that brings the pending flits to `need`, or INT64_MAX.
+    int64_t time_covering(uint32_t need) const {
+      const size_t mask = ring_.size() - 1;
+      uint32_t flits = 0;
+      for (size_t i = 0; i < size_; ++i) {
+        const uint64_t entry = ring_[(head_ + i) & mask];
+        flits += static_cast<uint32_t>(entry & kFlitMask);
+        if (flits >= need) return time_of(entry);
+      }
+      return INT64_MAX;
+    }
     // Removes the returns due by `now`; returns their flits.
     uint32_t take_due(int64_t now) {
       if (front_at_ > now) return 0;  // the common look: nothing due, and the ring stays untouched

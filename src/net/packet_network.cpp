@@ -256,8 +256,9 @@ void PacketNetwork::pump(int gpu) {
               Uplink& up = uplinks_[static_cast<size_t>(gpu) * s_ + plane];
               if (up.busy_until > now || up.credits.available(tc, now) >= head.flits) continue;
               up.waiting = true;
+              up.need[tc] = head.flits;
               up.stats.stall(now);
-              wake = min(wake, up.credits.next_return());
+              wake = min(wake, up.credits.time_available(tc, head.flits));
             }
           }
           continue;
@@ -271,6 +272,7 @@ void PacketNetwork::pump(int gpu) {
             Uplink& up = uplinks_[static_cast<size_t>(gpu) * s_ + plane];
             if (!up.waiting || static_cast<int>(plane) == chosen) continue;
             up.waiting = false;
+            up.need[0] = up.need[1] = 0;
             up.stats.end_stall(now);
           }
         }
@@ -296,8 +298,11 @@ void PacketNetwork::pump(int gpu) {
     }
   } while (port.repump);
   port.pumping = false;
-  // A wake may have been asked for a plane that a later iteration used: harmless, pump re-checks.
-  if (wake != Time::max()) schedule_egress_wake(gpu, wake);
+  // Nothing can leave before `wake` unless a packet arrives (which pumps) or a credit returns
+  // earlier than those counted here (which asks for a wake): a pending wake before it would find
+  // nothing to do, one after it would be late. (A wake may have been asked for a plane that a
+  // later iteration used: harmless, pump re-checks.)
+  schedule_egress_wake(gpu, wake, true);
 }
 
 void PacketNetwork::send_on_uplink(int gpu, int tc) {
@@ -307,6 +312,7 @@ void PacketNetwork::send_on_uplink(int gpu, int tc) {
   Uplink& up = uplinks_[static_cast<size_t>(gpu) * s_ + s.plane];
   up.credits.take(tc, s.flits);
   up.waiting = false;
+  up.need[0] = up.need[1] = 0;
   const Time ser = ser_[s.flits];
   up.busy_until = now + ser;
   up.stats.record_send(now, ser, s.flits * cfg_.flit_bytes, s.pkt.payload_bytes);
@@ -324,16 +330,18 @@ void PacketNetwork::send_on_uplink(int gpu, int tc) {
   schedule_output_wake(out, max(ready, outputs_[out].busy_until));
 }
 
-void PacketNetwork::schedule_egress_wake(int gpu, Time at) {
+void PacketNetwork::schedule_egress_wake(int gpu, Time at, bool exact) {
   Port& port = ports_[static_cast<size_t>(gpu)];
-  if (at.ps() >= port.wake_at) return;  // an earlier wake re-checks and asks again
-  port.wake_at = at.ps();
-  sim_.schedule_at(at, [this, gpu] { on_egress_wake(gpu); });
+  const int64_t t = at == Time::max() ? INT64_MAX : at.ps();
+  if (exact ? t == port.wake_at : t >= port.wake_at) return;  // an earlier wake re-checks and asks again
+  if (port.wake_at != INT64_MAX) sim_.cancel(port.wake);
+  port.wake_at = t;
+  if (t == INT64_MAX) return;
+  port.wake = sim_.schedule_at(at, [this, gpu] { on_egress_wake(gpu); });
 }
 
 void PacketNetwork::on_egress_wake(int gpu) {
-  Port& port = ports_[static_cast<size_t>(gpu)];
-  if (sim_.now().ps() >= port.wake_at) port.wake_at = INT64_MAX;
+  ports_[static_cast<size_t>(gpu)].wake_at = INT64_MAX;  // the only pending wake: the others were cancelled
   pump(gpu);
 }
 
@@ -449,7 +457,10 @@ void PacketNetwork::send_on_downlink(uint32_t out, int tc, uint32_t in, Time now
   Uplink& up = uplinks_[static_cast<size_t>(in) * s_ + static_cast<size_t>(plane)];
   const Time credit_at = o.busy_until + link_latency_;
   up.credits.give_at(credit_at, tc, s.flits);
-  if (up.waiting) schedule_egress_wake(static_cast<int>(in), credit_at);
+  // A stalled head can leave once its class has the credits it needs, which may be later.
+  if (up.waiting && up.need[tc] > 0) {
+    schedule_egress_wake(static_cast<int>(in), max(sim_.now(), up.credits.time_available(tc, up.need[tc])));
+  }
   const Time arrival = o.busy_until + link_latency_;
   if (tc == 1) {
     // The response class is never refused at ingress, so its buffer slot frees at arrival and

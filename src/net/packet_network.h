@@ -90,6 +90,7 @@ class PacketNetwork final : public Network {
     Time busy_until;
     DelayedCredits credits;  // toward the switch input buffer
     bool waiting = false;    // egress head blocked on these credits
+    uint16_t need[2] = {0, 0};  // while waiting: the flits the blocked head of each class needs
     LinkStats stats;
   };
   struct Output {  // plane s -> GPU d
@@ -104,7 +105,8 @@ class PacketNetwork final : public Network {
     LinkStats stats;
   };
   struct Port {  // per GPU
-    int64_t wake_at = INT64_MAX;
+    int64_t wake_at = INT64_MAX;  // the pending wake event's time (INT64_MAX: none)
+    EventHandle wake;
     bool pumping = false;
     bool repump = false;
     bool ack_room_wanted = false;
@@ -125,7 +127,10 @@ class PacketNetwork final : public Network {
 
   void pump(int gpu);
   void send_on_uplink(int gpu, int tc);
-  void schedule_egress_wake(int gpu, Time at);
+  // The egress wakes at the time its last pump found that something may leave (`exact`: that
+  // time replaces a pending wake, earlier or later), or by `at` for a credit returning to a
+  // stalled uplink.
+  void schedule_egress_wake(int gpu, Time at, bool exact = false);
   void on_egress_wake(int gpu);
   void arbitrate(uint32_t output);
   bool grant(uint32_t output, Time t, int64_t& earliest);

@@ -126,6 +126,8 @@ class HubFabric::Node final : public gpu::StorePort,
     return !net || net->can_inject(g_, payload_bytes, PacketKind::Write);
   }
 
+  bool accepts_nothing(uint32_t payload_bytes) const override { return !can_send(0, payload_bytes); }
+
   bool try_send(const HubPacket& h) override {
     // The destination is in the packet: the MallocID's GPU, or the GPU bits of a peer address.
     const int dst = h.rowsp ? static_cast<int>(h.malloc_id.gpu()) : static_cast<int>(h.address >> kGpuShift);

@@ -24,6 +24,7 @@ TEST(RemoteWriteBufferPool, MergesAndRemovalsAgreeWithAShadowUnderChurn) {
   RemoteWriteBufferPool pool(pool_config(8), 2);
   Rng rng(3, 0);
   std::map<uint64_t, uint32_t> shadow;  // line address -> 32 B granules stored
+  std::map<uint64_t, uint32_t> masks;   // line address -> granules written (bit per granule)
   uint64_t merges = 0;
   for (int step = 0; step < 20000; ++step) {
     if (rng.below(3) != 0 || shadow.empty()) {
@@ -34,6 +35,7 @@ TEST(RemoteWriteBufferPool, MergesAndRemovalsAgreeWithAShadowUnderChurn) {
       if (!fits) continue;
       if (shadow.count(line)) ++merges;
       ++shadow[line];
+      masks[line] |= 1u << granule;
     } else {
       pool.flush();  // every entry ready: take the first in send order
       const auto pick = pool.candidate(0, Time::zero());
@@ -42,8 +44,12 @@ TEST(RemoteWriteBufferPool, MergesAndRemovalsAgreeWithAShadowUnderChurn) {
       ASSERT_EQ(p.stores_merged, shadow.at(p.address)) << "line " << p.address;
       pool.take(0, *pick);
       shadow.erase(p.address);
+      masks.erase(p.address);
     }
     ASSERT_EQ(pool.merges(), merges);
+    size_t non_full = 0;
+    for (const auto& [line, mask] : masks) non_full += mask != 0xF;
+    ASSERT_EQ(pool.non_full_entries(), non_full) << step;
     ASSERT_EQ(pool.free_entries(0), 8 - shadow.size());
   }
   EXPECT_EQ(pool.free_entries(1), 8u);

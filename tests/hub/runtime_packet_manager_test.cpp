@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "hub/runtime_packet_manager.h"
 #include "sim/rng.h"
@@ -306,6 +308,87 @@ TEST(RpmProperty, NeverSendsALaterRowAheadOfAnEarlierOne) {
     EXPECT_EQ(checked, 3u * 12 * 3);
     EXPECT_EQ(rpm.stats()["timer_bypasses"], 0);
     EXPECT_EQ(rpm.stats()["mean_packet_fill"], 1.0);
+  }
+}
+
+// An egress FIFO shared by every peer (the hub's port to the fabric): it holds `capacity`
+// payload bytes and sends one packet every `drain`; each departure calls every waiter back.
+// With `answers` it also says when it accepts nothing, which lets the scheduler skip offers.
+class SharedQueuePort : public PacketPort {
+ public:
+  SharedQueuePort(Simulator& sim, uint32_t capacity, Time drain, bool answers)
+      : sim_(sim), capacity_(capacity), drain_(drain), answers_(answers) {}
+  bool can_send(uint32_t, uint32_t payload) const override { return queued_ + payload <= capacity_; }
+  bool try_send(const HubPacket& p) override {
+    ++offers;
+    if (!can_send(p.peer, p.payload_bytes)) return false;
+    sent.push_back({sim_.now(), p});
+    queue_.push_back(p.payload_bytes);
+    queued_ += p.payload_bytes;
+    if (queue_.size() == 1) sim_.schedule_in(drain_, [this] { depart(); });
+    return true;
+  }
+  void notify_when_ready(uint32_t, Callback ready) override { waiting_.push_back(std::move(ready)); }
+  bool accepts_nothing(uint32_t payload) const override { return answers_ && !can_send(0, payload); }
+  std::vector<FakePort::Sent> sent;
+  uint64_t offers = 0;
+
+ private:
+  void depart() {
+    queued_ -= queue_.front();
+    queue_.erase(queue_.begin());
+    if (!queue_.empty()) sim_.schedule_in(drain_, [this] { depart(); });
+    std::vector<Callback> ready;
+    ready.swap(waiting_);
+    for (Callback& cb : ready) cb();
+  }
+  Simulator& sim_;
+  uint32_t capacity_;
+  Time drain_;
+  bool answers_;
+  uint32_t queued_ = 0;
+  std::vector<uint32_t> queue_;
+  std::vector<Callback> waiting_;
+};
+
+// Skipping the offers a full port would refuse changes nothing that leaves: the same packets
+// at the same times, with whole and partial stores, timer bypasses and a flush.
+TEST(RpmProperty, WaitingOnAFullPortSendsWhatOfferingWouldHaveSent) {
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    std::vector<FakePort::Sent> sent[2];
+    uint64_t offers[2] = {0, 0};
+    uint64_t events[2] = {0, 0};
+    for (int answers = 0; answers < 2; ++answers) {
+      Simulator sim;
+      // 3.5 whole packets of room: the port is full for a whole entry but not for a partial one.
+      SharedQueuePort port(sim, 448, Time::from_ns(3), answers == 1);
+      RuntimePacketManager rpm(sim, small_rpm(6, Time::from_ns(40), 32), 3, port);
+      Rng rng(seed, 0);
+      uint64_t row = 0;
+      std::function<void()> feed = [&] {
+        const uint32_t peer = static_cast<uint32_t>(rng.below(3));
+        const bool whole = rng.below(5) != 0;
+        const uint32_t bytes = whole ? 128 : 32 * static_cast<uint32_t>(1 + rng.below(3));
+        if (rpm.try_store(peer, rowsp(row, 0, bytes))) ++row;
+        if (row < 300) sim.schedule_in(Time::from_ps(static_cast<int64_t>(200 + rng.below(2500))), [&] { feed(); });
+        else sim.schedule_in(Time::from_ns(5), [&] { rpm.flush(); });
+      };
+      feed();
+      sim.run();
+      sent[answers] = port.sent;
+      offers[answers] = port.offers + rpm.stats()["port_refusals"].get<uint64_t>();
+      events[answers] = sim.events_executed();
+      EXPECT_EQ(rpm.buffered(), 0u);
+    }
+    ASSERT_EQ(sent[0].size(), sent[1].size()) << seed;
+    for (size_t i = 0; i < sent[0].size(); ++i) {
+      EXPECT_EQ(sent[0][i].at, sent[1][i].at) << seed << " packet " << i;
+      EXPECT_EQ(sent[0][i].p.peer, sent[1][i].p.peer) << seed << " packet " << i;
+      EXPECT_EQ(sent[0][i].p.row_id, sent[1][i].p.row_id) << seed << " packet " << i;
+      EXPECT_EQ(sent[0][i].p.payload_bytes, sent[1][i].p.payload_bytes) << seed << " packet " << i;
+    }
+    EXPECT_LT(offers[1], offers[0]) << seed;
+    EXPECT_LT(events[1], events[0]) << seed;
   }
 }
 

@@ -54,6 +54,25 @@ TEST(DelayedCredits, ClassesReturnIndependently) {
   EXPECT_EQ(c.available(0, ps(900)), 4u);
 }
 
+// A sender short of credits asks when it can send: the return that brings its class up to
+// what it needs, counting returns pushed out of order, and never one of the other class.
+TEST(DelayedCredits, TimeAvailableIsWhenTheClassCoversTheNeed) {
+  DelayedCredits c;
+  c.init(12, 4);
+  c.take(0, 10);  // 2 flits left
+  c.take(1, 4);
+  EXPECT_EQ(c.time_available(0, 2), Time::zero());  // already there
+  c.give_at(ps(300), 1, 4);                         // the other class: no help
+  c.give_at(ps(900), 0, 4);
+  c.give_at(ps(500), 0, 3);  // out of order: sorts before 900
+  EXPECT_EQ(c.time_available(0, 5), ps(500));   // 2 + 3
+  EXPECT_EQ(c.time_available(0, 9), ps(900));   // 2 + 3 + 4
+  EXPECT_EQ(c.time_available(0, 10), Time::max());  // the returns never suffice
+  EXPECT_EQ(c.time_available(1, 1), ps(300));
+  EXPECT_EQ(c.available(0, ps(500)), 5u);
+  EXPECT_EQ(c.time_available(0, 9), ps(900));  // after absorbing, the rest still counts
+}
+
 // Many returns out of order force the ring to grow while it keeps them sorted.
 TEST(DelayedCredits, ManyOutOfOrderReturnsStaySorted) {
   DelayedCredits c;
