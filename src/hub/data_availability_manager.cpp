@@ -83,6 +83,7 @@ void DataAvailabilityManager::reset() {
   global_ = 0;
   all_ready_at_.reset();
   signals_.clear();
+  pipeline_.clear();
   ++epoch_;
 }
 
@@ -90,9 +91,21 @@ void DataAvailabilityManager::on_write_ack(uint64_t address, uint64_t bytes) {
   ++acks_;
   // The table lookup and counter update take lookup_cycles; a constant delay keeps acks in order.
   const Time at = clock_.time_of(clock_.cycle_at_or_after(sim_.now()) + cfg_.lookup_cycles);
-  sim_.schedule_at(at, [this, address, bytes, epoch = epoch_] {
-    if (epoch == epoch_) process_ack(address, bytes);
+  const bool scheduled = !pipeline_.empty() && pipeline_.back().at == at;
+  pipeline_.push_back(PendingAck{at, address, bytes});
+  if (scheduled) return;  // the cycle's event is already pending
+  sim_.schedule_at(at, [this, epoch = epoch_] {
+    if (epoch == epoch_) drain_pipeline();
   });
+}
+
+void DataAvailabilityManager::drain_pipeline() {
+  const Time now = sim_.now();
+  while (!pipeline_.empty() && pipeline_.front().at <= now) {
+    const PendingAck a = pipeline_.front();
+    pipeline_.pop_front();
+    process_ack(a.address, a.bytes);
+  }
 }
 
 void DataAvailabilityManager::process_ack(uint64_t address, uint64_t bytes) {

@@ -10,6 +10,7 @@
 // recorded with its time so the system layer can compare with when polling would notice.
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -101,6 +102,15 @@ class DataAvailabilityManager {
   uint64_t acks_ = 0, unmatched_bytes_ = 0, acks_after_all_ready_ = 0;
   uint64_t releases_ = 0, partial_releases_ = 0, retired_ = 0;
   uint64_t epoch_ = 0;  // reset() invalidates acks still in the lookup pipeline
+  // Acks in the lookup pipeline, in arrival (and so completion) order. Acks that complete in
+  // the same hub cycle are processed by one event, in arrival order.
+  struct PendingAck {
+    Time at;
+    uint64_t address;
+    uint64_t bytes;
+  };
+  std::deque<PendingAck> pipeline_;
+  void drain_pipeline();
 };
 
 }  // namespace moehub

@@ -144,6 +144,29 @@ TEST_F(DamTest, UnmatchedAcksAndResetDropNothingSilently) {
   EXPECT_TRUE(dam.table().entries().empty());
 }
 
+// Acks that complete in one hub cycle share one event; each still counts in arrival order, and
+// the release comes in the cycle of the ack that completes the tile.
+TEST_F(DamTest, AcksOfOneCycleShareAnEvent) {
+  dam.add_tiling(tiling());
+  // 1024 B for group 10 in eight 128 B acks. A lookup starts at the first cycle edge at or after
+  // the ack: four acks (1, 100, 500, 1000 ps) start at 1000 ps, four (1001, 1500, 1900,
+  // 2000 ps) at 2000 ps; two cycles later their lookups end, at 3000 and 4000 ps.
+  const int64_t arrivals[8] = {1, 100, 500, 1000, 1001, 1500, 1900, 2000};
+  for (int i = 0; i < 8; ++i) ack_at(Time::from_ps(arrivals[i]), row(0) + 128 * static_cast<uint64_t>(i), 128);
+  const uint64_t events = sim.run();
+  EXPECT_EQ(events, 8u + 2u);  // the eight arrivals, one lookup event per cycle
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].at.ps(), 4000);
+  EXPECT_EQ(seen[0].counted_bytes, 1024u);
+  // Acks in the pipeline when the DAM is reset are dropped with it, those after it are not.
+  dam.on_write_ack(row(4), 128);
+  dam.reset();
+  dam.add_tiling(tiling());
+  dam.on_write_ack(row(4), 1024);
+  sim.run();
+  EXPECT_EQ(dam.counter(11), 1024u);
+}
+
 TEST(Dam, TooSmallTablesAndCountersAreConfigurationErrors) {
   Simulator sim;
   DataAvailabilityManager dam(sim, small_dam(3), [](const DamSignal&) {});
