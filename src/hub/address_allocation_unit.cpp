@@ -172,10 +172,30 @@ void AddressAllocationUnit::complete(const RatKey& key, const Placement& row, ui
 }
 
 void AddressAllocationUnit::answer_at(Time at, const Placement& p, PlacementCallback done) {
-  const uint32_t id = answers_.put(Answer{p, std::move(done)});
+  if (open_batch_ != UINT32_MAX && open_at_ == at) {
+    batches_[open_batch_].push_back(Answer{p, std::move(done)});
+    return;
+  }
+  uint32_t id;
+  if (free_batches_.empty()) {
+    id = static_cast<uint32_t>(batches_.size());
+    batches_.emplace_back();
+  } else {
+    id = free_batches_.back();
+    free_batches_.pop_back();
+  }
+  batches_[id].push_back(Answer{p, std::move(done)});
+  open_batch_ = id;
+  open_at_ = at;
   sim_.schedule_at(at, [this, id] {
-    Answer a = answers_.take(id);
-    a.done(a.placement);
+    if (open_batch_ == id) open_batch_ = UINT32_MAX;
+    std::vector<Answer> run;
+    run.swap(running_);
+    run.swap(batches_[id]);  // the batch's slot keeps the scratch's capacity
+    free_batches_.push_back(id);
+    for (Answer& a : run) a.done(a.placement);
+    run.clear();
+    running_.swap(run);
   });
 }
 

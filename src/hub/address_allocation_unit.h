@@ -110,7 +110,13 @@ class AddressAllocationUnit {
     Placement placement;
     PlacementCallback done;
   };
-  Slab<Answer> answers_;
+  // Answers due in the same cycle as the one asked just before share its event (most stores of
+  // a burst hit the RAT one after another), and are given in the order they were asked.
+  std::vector<std::vector<Answer>> batches_;
+  std::vector<uint32_t> free_batches_;
+  std::vector<Answer> running_;  // the batch being answered (its answers may ask again)
+  uint32_t open_batch_ = UINT32_MAX;  // the batch the next answer may join, while its event is pending
+  Time open_at_;
 
   uint64_t hits_ = 0, misses_ = 0, evictions_ = 0, restores_ = 0, overflows_ = 0;
   uint64_t spill_checks_ = 0, pending_joins_ = 0, rows_allocated_ = 0;

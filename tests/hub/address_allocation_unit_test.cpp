@@ -63,6 +63,27 @@ TEST_F(AauTest, HitMissAndBankTimingAreExact) {
   EXPECT_TRUE(mem.ops.empty());
 }
 
+// Answers due in the same cycle as the answer asked just before share its event, and keep
+// the order they were asked in: the three lookups above cost two answer events, not three.
+TEST_F(AauTest, AnswersOfOneCycleShareAnEvent) {
+  make(small_aau(16, 1, 1));
+  std::vector<Arrived> got;
+  arrive_at(Time::zero(), 7, 0, got);    // answered at 3000 ps
+  arrive_at(Time::zero(), 7, 128, got);  // 3000 ps: joins the first answer's event
+  arrive_at(Time::zero(), 8, 0, got);    // 5000 ps
+  EXPECT_EQ(sim.run(), 3u + 2u);  // three arrivals, two answer events
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].p.address, kBase);
+  EXPECT_EQ(got[1].p.address, kBase + 128);
+  EXPECT_EQ(got[1].at.ps(), 3000);
+  EXPECT_EQ(got[2].at.ps(), 5000);
+  // Once the shared event has run, an answer for a later cycle needs its own.
+  arrive_at(Time::from_ns(10), 7, 256, got);
+  EXPECT_EQ(sim.run(), 2u);
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[3].p.address, kBase + 256);
+}
+
 TEST_F(AauTest, DifferentBanksDoNotConflict) {
   make(small_aau(16, 2, 1));
   RowAllocationTable probe(16, 2, 1);
