@@ -25,7 +25,6 @@
 #include "hub/rowsp.h"
 #include "sim/callback.h"
 #include "sim/simulator.h"
-#include "sim/slab.h"
 
 namespace moehub {
 
@@ -89,8 +88,8 @@ class AddressAllocationUnit {
   // at cycle `ready_cycle` (+ APT cycles when allocating).
   void resolve_miss(const RatKey& key, uint64_t earliest_cycle, bool check_spill, std::vector<Waiter> waiters);
   void complete(const RatKey& key, const Placement& row, uint64_t at_cycle, std::vector<Waiter> waiters);
-  // Answers one waiter at `at` through a slab entry: the event then captures an index, not a
-  // placement and a callback (which would not fit a callback's inline storage).
+  // Answers one waiter at `at` through a batch of answers: the event captures the batch's index,
+  // not a placement and a callback (which would not fit a callback's inline storage).
   void answer_at(Time at, const Placement& p, PlacementCallback done);
   void flush(uint32_t region);
 
