@@ -255,7 +255,6 @@ void PacketNetwork::pump(int gpu) {
             for (uint32_t plane = 0; plane < s_; ++plane) {
               Uplink& up = uplinks_[static_cast<size_t>(gpu) * s_ + plane];
               if (up.busy_until > now || up.credits.available(tc, now) >= head.flits) continue;
-              up.waiting = true;
               up.need[tc] = head.flits;
               up.stats.stall(now);
               wake = min(wake, up.credits.time_available(tc, head.flits));
@@ -270,9 +269,8 @@ void PacketNetwork::pump(int gpu) {
           port.planes_stalled = false;
           for (uint32_t plane = 0; plane < s_; ++plane) {
             Uplink& up = uplinks_[static_cast<size_t>(gpu) * s_ + plane];
-            if (!up.waiting || static_cast<int>(plane) == chosen) continue;
-            up.waiting = false;
-            up.need[0] = up.need[1] = 0;
+            if (!up.waiting() || static_cast<int>(plane) == chosen) continue;
+            up.stop_waiting();
             up.stats.end_stall(now);
           }
         }
@@ -311,8 +309,7 @@ void PacketNetwork::send_on_uplink(int gpu, int tc) {
   Slot& s = pool_[id];
   Uplink& up = uplinks_[static_cast<size_t>(gpu) * s_ + s.plane];
   up.credits.take(tc, s.flits);
-  up.waiting = false;
-  up.need[0] = up.need[1] = 0;
+  up.stop_waiting();
   const Time ser = ser_[s.flits];
   up.busy_until = now + ser;
   up.stats.record_send(now, ser, s.flits * cfg_.flit_bytes, s.pkt.payload_bytes);
@@ -458,7 +455,7 @@ void PacketNetwork::send_on_downlink(uint32_t out, int tc, uint32_t in, Time now
   const Time credit_at = o.busy_until + link_latency_;
   up.credits.give_at(credit_at, tc, s.flits);
   // A stalled head can leave once its class has the credits it needs, which may be later.
-  if (up.waiting && up.need[tc] > 0) {
+  if (up.need[tc] > 0) {
     schedule_egress_wake(static_cast<int>(in), max(sim_.now(), up.credits.time_available(tc, up.need[tc])));
   }
   const Time arrival = o.busy_until + link_latency_;

@@ -89,8 +89,11 @@ class PacketNetwork final : public Network {
   struct Uplink {  // GPU g -> plane s
     Time busy_until;
     DelayedCredits credits;  // toward the switch input buffer
-    bool waiting = false;    // egress head blocked on these credits
-    uint16_t need[2] = {0, 0};  // while waiting: the flits the blocked head of each class needs
+    // While the egress head of a class is blocked on these credits (the link idle): the flits
+    // it needs; 0 otherwise.
+    uint16_t need[2] = {0, 0};
+    bool waiting() const { return (need[0] | need[1]) != 0; }
+    void stop_waiting() { need[0] = need[1] = 0; }
     LinkStats stats;
   };
   struct Output {  // plane s -> GPU d
