@@ -109,7 +109,7 @@ class UniqueFunction<R(Args...)> {
         } else {
           struct Destroy {
             D& d;
-            ~Destroy() { d.~D(); }
+            ~Destroy() { std::destroy_at(&d); }
           } destroy{d};
           return d(std::forward<Args>(a)...);
         }

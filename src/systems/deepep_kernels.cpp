@@ -62,7 +62,7 @@ class ChannelProgram final : public gpu::BlockProgram {
 }  // namespace
 
 DeepEpChannelKernel::DeepEpChannelKernel(Cluster& cluster, ChannelKernelConfig config, ChannelCounts counts, Hooks hooks)
-    : cluster_(cluster), cfg_(std::move(config)), counts_(std::move(counts)), hooks_(std::move(hooks)), n_(cluster.gpus()) {
+    : cfg_(std::move(config)), counts_(std::move(counts)), hooks_(std::move(hooks)), n_(cluster.gpus()) {
   if (cfg_.num_sms < 2 || cfg_.num_sms % 2 != 0) throw std::logic_error("DeepEP kernels need an even SM count");
   if (counts_.channels != static_cast<int>(cfg_.num_sms / 2) || counts_.gpus != n_) {
     throw std::logic_error("DeepEP channel counts do not match the kernel shape");

@@ -83,7 +83,6 @@ class DeepEpChannelKernel {
   gpu::SignalId tail(int g, int c, int s) const { return sig_[static_cast<size_t>(g)].tail[static_cast<size_t>(c * n_ + s)]; }
   gpu::SignalId head(int g, int c, int d) const { return sig_[static_cast<size_t>(g)].head[static_cast<size_t>(c * n_ + d)]; }
 
-  Cluster& cluster_;
   ChannelKernelConfig cfg_;
   ChannelCounts counts_;
   Hooks hooks_;
