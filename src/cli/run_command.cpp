@@ -1,6 +1,8 @@
 // `moehub run`: simulate one MoE layer under the chosen systems and report per-system results.
 
+#include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <fmt/format.h>
 #include <iostream>
 #include <memory>
@@ -36,6 +38,7 @@ int run(const CliContext& ctx, RunOptions& o) {
   if (o.functional) request.flags.push_back({"run.functional", "true", "--functional"});
 
   const auto start = std::chrono::steady_clock::now();
+  const std::clock_t cpu_start = std::clock();
   const Config cfg = build_config(ctx.catalog(), *ctx.registry, request);
   const std::vector<const SystemEntry*> systems = select_systems(cfg.string("run.systems"));
   // The routed workload of the simulated layer (bad shapes, placements or traces fail here).
@@ -61,8 +64,11 @@ int run(const CliContext& ctx, RunOptions& o) {
   for (auto& o : outcomes) {
     report.results.push_back(o.result);
     report.events += o.events;
+    report.systems.push_back({o.name, o.events, o.sim_s});
   }
   report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.cpu_s = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
+  report.threads = std::max(1u, std::min<unsigned>(options.threads, static_cast<unsigned>(systems.size())));
 
   if (trace) {
     // One timeline: each system's GPUs are processes numbered from 1000 x its position.

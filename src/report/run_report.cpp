@@ -40,9 +40,14 @@ nlohmann::json RunReport::to_json() const {
   if (!workload.is_null()) j["workload"] = workload;
   j["results"] = nlohmann::json::array();
   for (const auto& r : results) j["results"].push_back(r);
+  nlohmann::json per_system = nlohmann::json::array();
+  for (const auto& c : systems) per_system.push_back({{"system", c.system}, {"events", c.events}, {"wall_s", c.wall_s}});
   j["perf"] = {{"wall_s", wall_s},
+               {"cpu_s", cpu_s},
+               {"threads", threads},
                {"events", events},
-               {"events_per_s", wall_s > 0 ? static_cast<double>(events) / wall_s : 0.0}};
+               {"events_per_s", wall_s > 0 ? static_cast<double>(events) / wall_s : 0.0},
+               {"systems", per_system}};
   return j;
 }
 
@@ -116,7 +121,7 @@ void RunReport::write(std::ostream& out, const std::string& format) const {
       out << "\n";
     }
   }
-  out << fmt::format("simulated {} events in {:.3f} s\n", events, wall_s);
+  out << fmt::format("simulated {} events in {:.3f} s ({:.3f} s of CPU, {} threads)\n", events, wall_s, cpu_s, threads);
 }
 
 }  // namespace moehub

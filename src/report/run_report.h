@@ -14,8 +14,19 @@ struct RunReport {
   nlohmann::json config;                // Config::to_json()
   nlohmann::json workload = nullptr;    // routing statistics, when a workload was generated
   std::vector<nlohmann::json> results;  // one object per system; "system" names it
-  double wall_s = 0;                    // excluded from determinism checks
+  // How long the simulation took on this host: the `perf` section, excluded from determinism
+  // checks. CPU time over wall time says how well the threads were used, and tells a slow host
+  // (both up) from a slow build (CPU up per event).
+  double wall_s = 0;
+  double cpu_s = 0;  // process CPU time, every thread
+  unsigned threads = 1;
   uint64_t events = 0;
+  struct SystemCost {
+    std::string system;
+    uint64_t events = 0;
+    double wall_s = 0;  // on its own thread
+  };
+  std::vector<SystemCost> systems;
 
   nlohmann::json to_json() const;
   void write(std::ostream& out, const std::string& format) const;  // "table", "json" or "csv"

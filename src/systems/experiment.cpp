@@ -1,6 +1,7 @@
 #include "systems/experiment.h"
 
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <fmt/format.h>
 #include <optional>
@@ -28,6 +29,7 @@ nlohmann::json mean_or_null(const std::vector<double>& v) {
 
 SystemOutcome run_one(const Config& config, const Workload& workload, const SystemEntry& entry,
                       const ExperimentOptions& options, const LayerFrame& frame) {
+  const auto start = std::chrono::steady_clock::now();
   SystemOutcome out;
   out.name = entry.name;
   if (options.trace) out.trace = std::make_unique<TraceRecorder>();
@@ -40,6 +42,7 @@ SystemOutcome run_one(const Config& config, const Workload& workload, const Syst
   system->start(cluster);
   cluster.run_to_completion(entry.name);
   out.events = sim.events_executed();
+  out.sim_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (int g = 0; g < cluster.gpus(); ++g) {
     if (!cluster.phases(g).done) {
       throw std::logic_error(fmt::format("system {} never finished the layer on GPU {} (simulation ended at {} us)",

@@ -26,6 +26,7 @@ struct SystemOutcome {
   nlohmann::json result;
   std::unique_ptr<TraceRecorder> trace;
   uint64_t events = 0;
+  double sim_s = 0;  // wall seconds its simulation took (host-dependent: not part of `result`)
   bool functional_passed = true;
 };
 

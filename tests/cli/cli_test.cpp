@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
@@ -34,7 +35,14 @@ TEST(CliRun, DefaultJsonHasTheContractSections) {
   EXPECT_EQ(j["config"]["net"]["gpu_switch_latency"], "250ns");
   EXPECT_TRUE(j["results"].is_array());
   EXPECT_TRUE(j["perf"].contains("wall_s"));
-  EXPECT_TRUE(j["perf"].contains("events"));
+  EXPECT_TRUE(j["perf"].contains("cpu_s"));
+  EXPECT_EQ(j["perf"]["threads"], 1);  // one system: one thread
+  // The simulation cost per system, each entry matching its system's event count.
+  ASSERT_EQ(j["perf"]["systems"].size(), 1u);
+  EXPECT_EQ(j["perf"]["systems"][0]["system"], "ideal");
+  EXPECT_EQ(j["perf"]["systems"][0]["events"], j["results"][0]["events"]);
+  EXPECT_EQ(j["perf"]["events"], j["results"][0]["events"]);
+  EXPECT_GE(j["perf"]["systems"][0]["wall_s"].get<double>(), 0.0);
 }
 
 TEST(CliRun, FlagsAndSetReachTheResolvedConfig) {
@@ -64,8 +72,15 @@ TEST(CliRun, TableAndCsvFormats) {
   const Result table = moehub({"run", "--tokens", "512", "--systems", "ideal,megatron-te"});
   ASSERT_EQ(table.status, 0) << table.err;
   EXPECT_NE(table.out.find("mixtral-8x7b"), std::string::npos);
+  EXPECT_NE(table.out.find("\nmegatron-te "), std::string::npos);
+  // The footer says what the simulation cost on this host.
+  EXPECT_NE(table.out.find(" s of CPU, "), std::string::npos) << table.out;
   const Result csv = moehub({"run", "--format", "csv", "--tokens", "512", "--systems", "ideal,megatron-te"});
   ASSERT_EQ(csv.status, 0) << csv.err;
+  // A header and one row per system, nothing else (the host's timing stays out of the data).
+  EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 3) << csv.out;
+  EXPECT_EQ(csv.out.rfind("system,", 0), 0u) << csv.out;
+  EXPECT_EQ(csv.out.find("of CPU"), std::string::npos);
 }
 
 TEST(CliRun, OutputAndTraceFilesAppearOnSuccess) {
@@ -74,7 +89,9 @@ TEST(CliRun, OutputAndTraceFilesAppearOnSuccess) {
                            (dir / "trace.json").string()});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(r.out.empty());
-  EXPECT_NO_THROW(nlohmann::json::parse(slurp(dir / "out.json")));
+  nlohmann::json out;
+  EXPECT_NO_THROW(out = nlohmann::json::parse(slurp(dir / "out.json")));
+  EXPECT_TRUE(out["results"].is_array());
   const auto trace = nlohmann::json::parse(slurp(dir / "trace.json"));
   EXPECT_TRUE(trace["traceEvents"].is_array());
 }
