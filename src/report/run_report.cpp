@@ -121,7 +121,8 @@ void RunReport::write(std::ostream& out, const std::string& format) const {
       out << "\n";
     }
   }
-  out << fmt::format("simulated {} events in {:.3f} s ({:.3f} s of CPU, {} threads)\n", events, wall_s, cpu_s, threads);
+  out << fmt::format("simulated {} events in {:.3f} s ({:.3f} s of CPU, {} thread{})\n", events, wall_s, cpu_s, threads,
+                     threads == 1 ? "" : "s");
 }
 
 }  // namespace moehub
