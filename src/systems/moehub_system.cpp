@@ -61,7 +61,8 @@ void MoeHubSystemImpl::build(Cluster& cluster) {
   const auto tokens = static_cast<uint64_t>(w.routing().tokens());
   capacity_ = p_.capacity_factor == 0.0
                   ? tokens
-                  : std::max<uint64_t>(1, std::min<uint64_t>(tokens, static_cast<uint64_t>(std::ceil(p_.capacity_factor * mean))));
+                  // The cap applies before the conversion: a large factor's product may not fit an integer.
+                  : std::max<uint64_t>(1, static_cast<uint64_t>(std::min(static_cast<double>(tokens), std::ceil(p_.capacity_factor * mean))));
   tiles_m_ = (capacity_ + bm_ - 1) / bm_;
   // The compiler groups M-tiles so that every local expert's tiling fits the dependency table.
   size_t most_local = 1;

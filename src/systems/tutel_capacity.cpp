@@ -1,7 +1,11 @@
 #include "systems/tutel_capacity.h"
 
 #include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
 #include <stdexcept>
+
+#include "sim/error.h"
 
 namespace moehub {
 
@@ -9,12 +13,22 @@ int64_t tutel_capacity(double cf, int64_t tokens_per_gpu, int64_t experts, int64
                        int64_t alignment) {
   if (experts < 1 || top_k < 1 || alignment < 1) throw std::logic_error("tutel_capacity: bad shape");
   const int64_t samples_per_expert = (tokens_per_gpu + experts - 1) / experts;
+  // k * int(|cf| * samples), kept in floating point until it is known to fit: Tutel's locations
+  // are 32-bit, and a larger product would not convert to an integer at all.
+  const double scaled = static_cast<double>(top_k) * std::trunc(std::abs(cf) * static_cast<double>(samples_per_expert));
+  const auto bounded = [&] {
+    if (!(scaled <= static_cast<double>(kMaxTutelCapacity))) {
+      throw UserError("systems.tutel.capacity_factor",
+                      fmt::format("gives {:g} rows per expert; Tutel's 32-bit locations hold at most {}", scaled, kMaxTutelCapacity));
+    }
+    return static_cast<int64_t>(scaled);
+  };
   int64_t capacity = 0;
   if (cf > 0) {
-    capacity = top_k * static_cast<int64_t>(cf * static_cast<double>(samples_per_expert));
+    capacity = bounded();
   } else {
     capacity = max_rows;
-    if (cf < 0) capacity = std::min(capacity, top_k * static_cast<int64_t>(-cf * static_cast<double>(samples_per_expert)));
+    if (cf < 0 && scaled < static_cast<double>(capacity)) capacity = static_cast<int64_t>(scaled);
   }
   const int64_t remainder = capacity % alignment;
   if (remainder > 0) capacity += alignment - remainder;

@@ -18,6 +18,8 @@ namespace moehub {
 // Then rounded up to a multiple of `alignment` (Tutel: sharded_count x overlap degree) so the
 // capacity dimension splits evenly. T is the largest per-GPU token count (Tutel's
 // inequivalent_tokens all-reduce; equal partitions give the local count).
+// A capacity above kMaxTutelCapacity (capacity_factor > 0) is a UserError naming the factor.
+constexpr int64_t kMaxTutelCapacity = INT32_MAX;
 int64_t tutel_capacity(double capacity_factor, int64_t tokens_per_gpu, int64_t experts, int64_t top_k,
                        int64_t max_rows_per_source_expert, int64_t alignment);
 

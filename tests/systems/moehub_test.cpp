@@ -185,6 +185,16 @@ TEST(MoeHubSystems, DamRetiresTheTilesThatNeverGetRows) {
   EXPECT_GE(hub(o)["dam_releases"].get<uint64_t>(), used);
 }
 
+// A factor whose region exceeds every token is capped at every token, however large: the cap
+// is taken before the product becomes an integer (1e30 x the mean used to wrap to 1 row).
+TEST(MoeHubSystems, HugeCapacityFactorIsCappedAtEveryToken) {
+  std::vector<std::string> sets = small_layer();
+  sets.push_back("systems.moehub.capacity_factor=1e30");
+  const LayerSetup s(sets, false);
+  const auto out = s.run("moehub");
+  EXPECT_EQ(hub(out.at(0))["region_capacity_rows"].get<uint64_t>(), 512u);
+}
+
 TEST(MoeHubSystems, RegionOverflowFailsTheRun) {
   std::vector<std::string> sets = small_layer();
   sets.push_back("systems.moehub.capacity_factor=0.5");

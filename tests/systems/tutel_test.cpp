@@ -27,6 +27,19 @@ TEST(TutelCapacity, FollowsExtractCritical) {
   EXPECT_EQ(tutel_capacity(0.0, 32, 8, 2, 11, 4), 12);  // the largest count, aligned
   EXPECT_EQ(tutel_capacity(-1.0, 32, 8, 2, 11, 1), 8);  // capped at k * int(1 * 4)
   EXPECT_EQ(tutel_capacity(-2.0, 32, 8, 2, 11, 1), 11);
+  EXPECT_EQ(tutel_capacity(-1e30, 32, 8, 2, 11, 1), 11);  // the cap never binds
+}
+
+TEST(TutelCapacity, AFactorBeyondThirtyTwoBitLocationsNamesTheFactor) {
+  // k * int(cf * 4) = 2 * 1073741824 = 2^31: one more than INT32_MAX.
+  EXPECT_EQ(tutel_capacity(268435455.75, 32, 8, 2, 99, 1), 2 * 1073741823);
+  try {
+    tutel_capacity(268435456.0, 32, 8, 2, 99, 1);
+    FAIL() << "a capacity above 2^31 - 1 rows must be refused";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.where(), "systems.tutel.capacity_factor");
+  }
+  EXPECT_THROW(tutel_capacity(1e30, 32, 8, 2, 99, 1), UserError);
 }
 
 TEST(TutelAdaptiveDegree, WeightBoundChunksStayWholeAndLargeOnesPipeline) {
