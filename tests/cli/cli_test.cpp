@@ -159,6 +159,37 @@ TEST(CliBadInput, FailedRunLeavesNoPartialOutput) {
 
 // ---- list and validate ----
 
+// Every parameter, given values that are wrong for most of them: the run either succeeds or
+// exits 2 with one line naming where the problem is, and leaves no output file behind. A crash,
+// an uncaught internal error or a second line fails it.
+TEST(CliBadInput, EveryParameterAnswersBadValuesWithOneLineOrRuns) {
+  const Result list = moehub({"list", "--format", "json"});
+  ASSERT_EQ(list.status, 0) << list.err;
+  const auto params = nlohmann::json::parse(list.out)["parameters"];
+  ASSERT_GT(params.size(), 100u);
+  const fs::path out = scratch_dir() / "sweep.json";
+  int refused = 0;
+  for (const auto& p : params) {
+    const std::string key = p["key"].get<std::string>();
+    for (const std::string value : {"-1", "0", "abc", "", "1e30", "99999999999999999999"}) {
+      fs::remove(out);
+      const Result r = moehub({"run", "--tokens", "256", "--systems", "ideal,megatron-te,moehub", "--set", key + "=" + value, "--format", "json",
+                               "--output", out.string()});
+      const std::string where = key + "=" + value;
+      if (r.status == 0) {
+        EXPECT_TRUE(fs::exists(out)) << where;
+        continue;
+      }
+      ++refused;
+      EXPECT_EQ(r.status, 2) << where << ": " << r.err;
+      EXPECT_EQ(r.err.rfind("moehub: error: ", 0), 0u) << where << ": " << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << where << ": " << r.err;
+      EXPECT_FALSE(fs::exists(out)) << where << " left a partial output";
+    }
+  }
+  EXPECT_GT(refused, 500);  // most of these values are wrong for most parameters
+}
+
 TEST(CliList, PrintsPresetsAndParametersWithDefaults) {
   const Result r = moehub({"list"});
   ASSERT_EQ(r.status, 0) << r.err;
