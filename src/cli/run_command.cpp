@@ -63,12 +63,11 @@ int run(const CliContext& ctx, RunOptions& o) {
   report.workload = workload.summary();
   for (auto& o : outcomes) {
     report.results.push_back(o.result);
-    report.events += o.events;
     report.systems.push_back({o.name, o.events, o.sim_s});
   }
   report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   report.cpu_s = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
-  report.threads = std::max(1u, std::min<unsigned>(options.threads, static_cast<unsigned>(systems.size())));
+  report.threads = experiment_threads(options, systems.size());
 
   if (trace) {
     // One timeline: each system's GPUs are processes numbered from 1000 x its position.

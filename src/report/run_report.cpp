@@ -34,6 +34,12 @@ std::string csv_field(const std::string& s) {
 
 }  // namespace
 
+uint64_t RunReport::events() const {
+  uint64_t n = 0;
+  for (const auto& c : systems) n += c.events;
+  return n;
+}
+
 nlohmann::json RunReport::to_json() const {
   nlohmann::json j;
   j["config"] = config;
@@ -45,8 +51,8 @@ nlohmann::json RunReport::to_json() const {
   j["perf"] = {{"wall_s", wall_s},
                {"cpu_s", cpu_s},
                {"threads", threads},
-               {"events", events},
-               {"events_per_s", wall_s > 0 ? static_cast<double>(events) / wall_s : 0.0},
+               {"events", events()},
+               {"events_per_s", wall_s > 0 ? static_cast<double>(events()) / wall_s : 0.0},
                {"systems", per_system}};
   return j;
 }
@@ -121,7 +127,7 @@ void RunReport::write(std::ostream& out, const std::string& format) const {
       out << "\n";
     }
   }
-  out << fmt::format("simulated {} events in {:.3f} s ({:.3f} s of CPU, {} thread{})\n", events, wall_s, cpu_s, threads,
+  out << fmt::format("simulated {} events in {:.3f} s ({:.3f} s of CPU, {} thread{})\n", events(), wall_s, cpu_s, threads,
                      threads == 1 ? "" : "s");
 }
 

@@ -20,13 +20,13 @@ struct RunReport {
   double wall_s = 0;
   double cpu_s = 0;  // process CPU time, every thread
   unsigned threads = 1;
-  uint64_t events = 0;
   struct SystemCost {
     std::string system;
     uint64_t events = 0;
     double wall_s = 0;  // on its own thread
   };
   std::vector<SystemCost> systems;
+  uint64_t events() const;  // over every system
 
   nlohmann::json to_json() const;
   void write(std::ostream& out, const std::string& format) const;  // "table", "json" or "csv"

@@ -1,5 +1,6 @@
 #include "systems/experiment.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -149,6 +150,10 @@ LayerFrame layer_frame(const Config& config, const Workload& workload) {
   return f;
 }
 
+unsigned experiment_threads(const ExperimentOptions& options, size_t systems) {
+  return std::max(1u, std::min<unsigned>(options.threads, static_cast<unsigned>(systems)));
+}
+
 std::vector<SystemOutcome> run_experiment(const Config& config, const Workload& workload,
                                           const std::vector<const SystemEntry*>& systems,
                                           const ExperimentOptions& options) {
@@ -169,7 +174,7 @@ std::vector<SystemOutcome> run_experiment(const Config& config, const Workload& 
       }
     }
   };
-  const unsigned threads = std::max(1u, std::min<unsigned>(options.threads, static_cast<unsigned>(systems.size())));
+  const unsigned threads = experiment_threads(options, systems.size());
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();

@@ -21,6 +21,10 @@ struct ExperimentOptions {
   unsigned threads = 1;
 };
 
+// The threads run_experiment uses for `systems` systems: options.threads, at least one, at
+// most one per system.
+unsigned experiment_threads(const ExperimentOptions& options, size_t systems);
+
 struct SystemOutcome {
   std::string name;
   nlohmann::json result;

@@ -16,16 +16,13 @@ int64_t tutel_capacity(double cf, int64_t tokens_per_gpu, int64_t experts, int64
   // k * int(|cf| * samples), kept in floating point until it is known to fit: Tutel's locations
   // are 32-bit, and a larger product would not convert to an integer at all.
   const double scaled = static_cast<double>(top_k) * std::trunc(std::abs(cf) * static_cast<double>(samples_per_expert));
-  const auto bounded = [&] {
+  int64_t capacity = 0;
+  if (cf > 0) {
     if (!(scaled <= static_cast<double>(kMaxTutelCapacity))) {
       throw UserError("systems.tutel.capacity_factor",
                       fmt::format("gives {:g} rows per expert; Tutel's 32-bit locations hold at most {}", scaled, kMaxTutelCapacity));
     }
-    return static_cast<int64_t>(scaled);
-  };
-  int64_t capacity = 0;
-  if (cf > 0) {
-    capacity = bounded();
+    capacity = static_cast<int64_t>(scaled);
   } else {
     capacity = max_rows;
     if (cf < 0 && scaled < static_cast<double>(capacity)) capacity = static_cast<int64_t>(scaled);
