@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "cli/command.h"
-#include "cli/config_builder.h"
+#include "config/config_builder.h"
 #include "hub/area_model.h"
 #include "hub/hub_config.h"
 

@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "cli/command.h"
-#include "cli/config_builder.h"
+#include "config/config_builder.h"
 #include "gpu/gemm.h"
 #include "gpu/gpu.h"
 #include "report/output_file.h"

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "cli/command.h"
-#include "cli/config_builder.h"
+#include "config/config_builder.h"
 #include "net/collectives.h"
 #include "net/network.h"
 #include "sim/error.h"

@@ -4,7 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "cli/config_builder.h"
+#include "config/config_builder.h"
 
 namespace moehub {
 

@@ -14,7 +14,7 @@
 #include <tuple>
 
 #include "cli/command.h"
-#include "cli/config_builder.h"
+#include "config/config_builder.h"
 #include "figures/figure_data.h"
 #include "figures/results_markdown.h"
 #include "figures/sweep_runner.h"

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "cli/config_builder.h"
+#include "config/config_builder.h"
 
 namespace moehub {
 

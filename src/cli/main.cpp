@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "cli/param_catalog.h"
+#include "systems/param_catalog.h"
 #include "sim/error.h"
 
 #ifndef MOEHUB_DEFAULT_CONFIG_DIR

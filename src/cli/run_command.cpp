@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "cli/command.h"
-#include "cli/config_builder.h"
+#include "config/config_builder.h"
 #include "cli/experiment_flags.h"
 #include "moe/model_shape.h"
 #include "moe/workload.h"
@@ -19,7 +19,7 @@
 #include "report/run_report.h"
 #include "sim/error.h"
 #include "sim/trace_recorder.h"
-#include "systems/experiment.h"
+#include "platform/experiment.h"
 #include "systems/system_registry.h"
 
 namespace moehub {
@@ -95,7 +95,7 @@ void add_run_command(CLI::App& app, CliContext& ctx) {
   o->flags.add_to(*cmd);
   cmd->add_option("--trace", o->trace_file, "Write a Chrome/Perfetto timeline (JSON) to FILE");
   cmd->add_flag("--functional", o->functional, "Carry real data through the datapath and check it");
-  cmd->add_option("--format", o->format, "Output format")->check(CLI::IsMember({"table", "json", "csv"}));
+  cmd->add_option("--format", o->format, "Output format")->check(CLI::IsMember({"table", "wide", "json", "csv"}));
   cmd->add_option("-o,--output", o->output_file, "Write the report to FILE instead of stdout");
   cmd->callback([&ctx, o] { ctx.action = [&ctx, o] { return run(ctx, *o); }; });
 }

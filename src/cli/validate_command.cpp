@@ -8,7 +8,7 @@
 #include <set>
 
 #include "cli/command.h"
-#include "cli/config_builder.h"
+#include "config/config_builder.h"
 #include "figures/figure_spec.h"
 #include "figures/sweep_runner.h"
 #include "systems/system_registry.h"

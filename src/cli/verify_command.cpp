@@ -8,11 +8,11 @@
 #include <thread>
 
 #include "cli/command.h"
-#include "cli/config_builder.h"
+#include "config/config_builder.h"
 #include "cli/experiment_flags.h"
 #include "moe/model_shape.h"
 #include "moe/workload.h"
-#include "systems/experiment.h"
+#include "platform/experiment.h"
 #include "systems/system_registry.h"
 
 namespace moehub {

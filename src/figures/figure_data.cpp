@@ -78,7 +78,10 @@ std::string CsvTable::to_csv() const {
   };
   std::string out;
   const auto line = [&](const std::vector<std::string>& cells) {
-    for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + field(cells[i]);
+    for (size_t i = 0; i < cells.size(); ++i) {
+      if (i) out += ',';
+      out += field(cells[i]);
+    }
     out += "\n";
   };
   line(header);

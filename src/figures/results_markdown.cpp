@@ -85,7 +85,7 @@ std::string results_markdown(const std::vector<WrittenFigure>& figures, const Fi
     for (const auto& [file, table] : f.output.csvs) {
       if (file == f.spec->name + "_loc.csv") {
         md << "\n## Coding effort (Table I style)\n\n"
-              "`code_lines`: lines of this project's src/systems/<name>.{cpp,h} and <name>_*.{cpp,h} "
+              "`code_lines`: lines of this project's src/systems/<name>/<name>.{cpp,h} and <name>_*.{cpp,h} "
               "('-' read as '_') that hold code, comments and blank lines excluded; the shared kernels, "
               "cluster and network are not counted. The paper's columns count scheduling and "
               "communication code of the original systems (Table I).\n\n"

@@ -13,7 +13,7 @@
 #include "moe/model_shape.h"
 #include "sim/error.h"
 #include "moe/workload.h"
-#include "systems/experiment.h"
+#include "platform/experiment.h"
 #include "systems/system_registry.h"
 
 namespace moehub {

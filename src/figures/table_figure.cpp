@@ -103,8 +103,11 @@ std::vector<fs::path> system_source_files(const fs::path& dir, const std::string
   std::replace(stem.begin(), stem.end(), '-', '_');
   std::vector<fs::path> out;
   std::error_code ec;
-  if (dir.empty() || !fs::is_directory(dir, ec)) return out;
-  for (const auto& e : fs::directory_iterator(dir)) {
+  // Each system's code lives in its own folder (src/systems/<stem>/); the hub wiring beside it
+  // (hub_*) models hardware, not the system's software, and is not counted.
+  const fs::path folder = dir / stem;
+  if (dir.empty() || !fs::is_directory(folder, ec)) return out;
+  for (const auto& e : fs::directory_iterator(folder)) {
     const fs::path& p = e.path();
     const std::string ext = p.extension().string();
     const std::string base = p.stem().string();

@@ -57,41 +57,19 @@ nlohmann::json RunReport::to_json() const {
   return j;
 }
 
-void RunReport::write(std::ostream& out, const std::string& format) const {
-  if (format == "json") {
-    out << to_json().dump(2) << "\n";
-    return;
+namespace {
+
+using Row = std::vector<std::pair<std::string, std::string>>;
+
+std::string cell_of(const Row& row, const std::string& col) {
+  for (const auto& [k, v] : row) {
+    if (k == col) return v;
   }
-  // Columns: the union of every result's flattened keys, in first-seen order.
-  std::vector<std::string> columns;
-  std::set<std::string> seen;
-  std::vector<std::vector<std::pair<std::string, std::string>>> rows;
-  for (const auto& r : results) {
-    auto& row = rows.emplace_back();
-    flatten(r, "", row);
-    for (const auto& [k, v] : row) {
-      if (seen.insert(k).second) columns.push_back(k);
-    }
-  }
-  const auto cell = [](const std::vector<std::pair<std::string, std::string>>& row, const std::string& col) {
-    for (const auto& [k, v] : row) {
-      if (k == col) return v;
-    }
-    return std::string();
-  };
-  // The table keeps the headline columns; CSV and JSON keep everything.
-  if (format == "table") {
-    std::vector<std::string> keep;
-    for (const auto& c : columns) {
-      if (c.rfind("network.", 0) == 0 || c.rfind("frame.", 0) == 0 || c.rfind("stats.", 0) == 0 || c.rfind("hub.", 0) == 0 ||
-          c.rfind("functional.", 0) == 0 || c == "events" || c == "critical_gpu") {
-        continue;
-      }
-      keep.push_back(c);
-    }
-    columns = keep;
-  }
-  // Lead with the system and its headline numbers.
+  return std::string();
+}
+
+// Lead with the system and its headline numbers, then the rest in first-seen order.
+std::vector<std::string> lead_headlines(const std::vector<std::string>& columns) {
   std::vector<std::string> ordered;
   for (const char* lead : {"system", "layer_us", "e2e_ms", "moehub_speedup", "fraction_of_ideal"}) {
     if (std::find(columns.begin(), columns.end(), lead) != columns.end()) ordered.emplace_back(lead);
@@ -99,12 +77,80 @@ void RunReport::write(std::ostream& out, const std::string& format) const {
   for (const auto& c : columns) {
     if (std::find(ordered.begin(), ordered.end(), c) == ordered.end()) ordered.push_back(c);
   }
-  columns = ordered;
+  return ordered;
+}
+
+// Whether the wide table shows a flattened key (CSV and JSON keep everything).
+bool wide_column(const std::string& c) {
+  for (const char* prefix : {"network.", "frame.", "stats.", "hub.", "functional."}) {
+    if (c.rfind(prefix, 0) == 0) return false;
+  }
+  return c != "events" && c != "critical_gpu";
+}
+
+// The headline row of one result: its numbers and its two largest breakdown items.
+Row headline_row(const nlohmann::json& r) {
+  const auto number = [&r](const char* key) {
+    return r.contains(key) && r[key].is_number() ? fmt::format("{:.3f}", r[key].get<double>()) : std::string();
+  };
+  std::vector<std::pair<double, std::string>> items;
+  if (r.contains("breakdown_us") && r["breakdown_us"].is_object()) {
+    for (auto it = r["breakdown_us"].begin(); it != r["breakdown_us"].end(); ++it) {
+      if (it->is_number()) items.emplace_back(it->get<double>(), it.key());
+    }
+  }
+  // Largest first; equal values in name order.
+  std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  const auto item = [&items](size_t i) {
+    return i < items.size() ? fmt::format("{} {:.1f}", items[i].second, items[i].first) : std::string();
+  };
+  return {{"system", r.value("system", "")}, {"layer_us", number("layer_us")}, {"e2e_ms", number("e2e_ms")},
+          {"moehub_speedup", number("moehub_speedup")}, {"of_ideal", number("fraction_of_ideal")},
+          {"largest_us", item(0)}, {"second_us", item(1)}};
+}
+
+void write_columns(std::ostream& out, const std::vector<std::string>& columns, const std::vector<Row>& rows) {
+  std::vector<size_t> width(columns.size());
+  for (size_t c = 0; c < columns.size(); ++c) {
+    width[c] = columns[c].size();
+    for (const auto& row : rows) width[c] = std::max(width[c], cell_of(row, columns[c]).size());
+  }
+  const auto line = [&](const auto& text_of) {
+    std::string s;
+    for (size_t c = 0; c < columns.size(); ++c) s += fmt::format("{:<{}}  ", text_of(c), width[c]);
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    out << s << "\n";
+  };
+  line([&](size_t c) { return columns[c]; });
+  for (const auto& row : rows) line([&](size_t c) { return cell_of(row, columns[c]); });
+}
+
+}  // namespace
+
+void RunReport::write(std::ostream& out, const std::string& format) const {
+  if (format == "json") {
+    out << to_json().dump(2) << "\n";
+    return;
+  }
+  // Columns of CSV and the wide table: the union of every result's flattened keys.
+  std::vector<std::string> columns;
+  std::set<std::string> seen;
+  std::vector<Row> rows;
+  for (const auto& r : results) {
+    auto& row = rows.emplace_back();
+    flatten(r, "", row);
+    for (const auto& [k, v] : row) {
+      if (seen.insert(k).second) columns.push_back(k);
+    }
+  }
   if (format == "csv") {
+    columns = lead_headlines(columns);
     for (size_t c = 0; c < columns.size(); ++c) out << (c ? "," : "") << csv_field(columns[c]);
     out << "\n";
     for (const auto& row : rows) {
-      for (size_t c = 0; c < columns.size(); ++c) out << (c ? "," : "") << csv_field(cell(row, columns[c]));
+      for (size_t c = 0; c < columns.size(); ++c) out << (c ? "," : "") << csv_field(cell_of(row, columns[c]));
       out << "\n";
     }
     return;
@@ -114,18 +160,19 @@ void RunReport::write(std::ostream& out, const std::string& format) const {
                      run.value("hardware", "?"), run.value("gpus", 0), run.value("tokens", 0), run.value("seed", 0));
   if (rows.empty()) {
     out << "no system ran: none of the requested systems is implemented yet\n";
+  } else if (format == "wide") {
+    std::vector<std::string> keep;
+    for (const auto& c : columns) {
+      if (wide_column(c)) keep.push_back(c);
+    }
+    write_columns(out, lead_headlines(keep), rows);
   } else {
-    std::vector<size_t> width(columns.size());
-    for (size_t c = 0; c < columns.size(); ++c) {
-      width[c] = columns[c].size();
-      for (const auto& row : rows) width[c] = std::max(width[c], cell(row, columns[c]).size());
-    }
-    for (size_t c = 0; c < columns.size(); ++c) out << fmt::format("{:<{}}  ", columns[c], width[c]);
-    out << "\n";
-    for (const auto& row : rows) {
-      for (size_t c = 0; c < columns.size(); ++c) out << fmt::format("{:<{}}  ", cell(row, columns[c]), width[c]);
-      out << "\n";
-    }
+    std::vector<Row> headlines;
+    for (const auto& r : results) headlines.push_back(headline_row(r));
+    write_columns(out, {"system", "layer_us", "e2e_ms", "moehub_speedup", "of_ideal", "largest_us", "second_us"},
+                  headlines);
+    out << "of_ideal: fraction_of_ideal; largest_us, second_us: the two largest breakdown_us items; "
+           "--format wide: every column\n";
   }
   out << fmt::format("simulated {} events in {:.3f} s ({:.3f} s of CPU, {} thread{})\n", events(), wall_s, cpu_s, threads,
                      threads == 1 ? "" : "s");

@@ -29,7 +29,7 @@ struct RunReport {
   uint64_t events() const;  // over every system
 
   nlohmann::json to_json() const;
-  void write(std::ostream& out, const std::string& format) const;  // "table", "json" or "csv"
+  void write(std::ostream& out, const std::string& format) const;  // "table" (headline columns), "wide" (every column), "json" or "csv"
 };
 
 }  // namespace moehub

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "systems/moe_system.h"
+#include "platform/moe_system.h"
 
 namespace moehub {
 

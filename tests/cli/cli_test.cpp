@@ -83,6 +83,32 @@ TEST(CliRun, TableAndCsvFormats) {
   EXPECT_EQ(csv.out.find("of CPU"), std::string::npos);
 }
 
+// The default table keeps the headline columns within a 120-column terminal (the longest
+// system and breakdown names included); `--format wide` has every column.
+TEST(CliRun, DefaultTableFitsATerminalAndWideHasEveryColumn) {
+  const std::vector<std::string> args = {"run", "--tokens", "512", "--systems", "ideal,megatron-te,deepep,fastermoe,mh-base"};
+  const Result table = moehub(args);
+  ASSERT_EQ(table.status, 0) << table.err;
+  std::istringstream lines(table.out);
+  std::string line, header;
+  while (std::getline(lines, line)) {
+    if (line.rfind("system ", 0) == 0) header = line;
+    if (line.rfind("of_ideal:", 0) == 0 || line.rfind("simulated ", 0) == 0) continue;  // prose lines
+    EXPECT_LE(line.size(), 120u) << line;
+  }
+  for (const char* col : {"layer_us", "e2e_ms", "moehub_speedup", "of_ideal", "largest_us", "second_us"}) {
+    EXPECT_NE(header.find(col), std::string::npos) << col << " missing from: " << header;
+  }
+  EXPECT_NE(table.out.find("expert_compute "), std::string::npos) << table.out;
+  std::vector<std::string> wide_args = args;
+  wide_args.insert(wide_args.end(), {"--format", "wide"});
+  const Result wide = moehub(wide_args);
+  ASSERT_EQ(wide.status, 0) << wide.err;
+  for (const char* col : {"breakdown_us.expert_compute", "breakdown_us.polling", "dispatch_GBps", "routing_to_gemm1_us"}) {
+    EXPECT_NE(wide.out.find(col), std::string::npos) << col;
+  }
+}
+
 TEST(CliRun, OutputAndTraceFilesAppearOnSuccess) {
   const fs::path dir = scratch_dir();
   const Result r = moehub({"run", "--format", "json", "--tokens", "512", "--systems", "ideal,megatron-te", "--output", (dir / "out.json").string(), "--trace",

@@ -98,7 +98,7 @@ scheduling = "1 / 2"
 communication = "3 / 4"
 )";
 
-// A fake systems folder: ideal.cpp with 3 lines of code among comments and blank lines.
+// A fake systems folder: ideal/ideal.cpp with 3 lines of code among comments and blank lines.
 constexpr const char* kFakeIdeal = "// comment\n\nint a = 1;  // trailing\n/* block\n still block */\n"
                                    "const char* s = \"// not a comment\";\n  /* x */ int b;\n";
 
@@ -112,7 +112,8 @@ class FiguresCli : public ::testing::Test {
     write(dir_ / "exp" / "tinytable.toml", kTinyTable);
     write(dir_ / "exp" / "area.toml", "[figure]\nkind = \"area\"\ntitle = \"area\"\n");
     write(dir_ / "exp" / "not-a-figure.toml", "[run]\ntokens = 64\n");
-    write(dir_ / "src" / "ideal.cpp", kFakeIdeal);
+    write(dir_ / "src" / "ideal" / "ideal.cpp", kFakeIdeal);
+    write(dir_ / "src" / "ideal" / "hub_wiring.cpp", kFakeIdeal);  // not the system's own code: not counted
   }
   void TearDown() override { fs::remove_all(dir_); }
 

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "cli/config_builder.h"
-#include "cli/param_catalog.h"
+#include "config/config_builder.h"
+#include "systems/param_catalog.h"
 #include "net/net_config.h"
 #include "net/net_test_util.h"
 #include "sim/error.h"

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "systems/activity.h"
+#include "platform/activity.h"
 
 namespace moehub {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "gpu/gpu_config.h"
 #include "sim/error.h"
-#include "systems/comet_plan.h"
+#include "systems/comet/comet_plan.h"
 #include "systems/system_run.h"
 
 namespace moehub {

@@ -5,7 +5,7 @@
 
 #include <map>
 
-#include "systems/network_store_port.h"
+#include "platform/network_store_port.h"
 #include "systems/system_run.h"
 
 namespace moehub {

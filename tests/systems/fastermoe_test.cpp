@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "sim/error.h"
-#include "systems/fastermoe_schedule.h"
+#include "systems/fastermoe/fastermoe_schedule.h"
 #include "systems/system_run.h"
 
 namespace moehub {

@@ -2,10 +2,10 @@
 
 #include <gtest/gtest.h>
 
-#include "cli/config_builder.h"
-#include "cli/param_catalog.h"
+#include "config/config_builder.h"
+#include "systems/param_catalog.h"
 #include "sim/error.h"
-#include "systems/experiment.h"
+#include "platform/experiment.h"
 #include "systems/system_registry.h"
 
 namespace moehub {

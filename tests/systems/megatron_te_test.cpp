@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "systems/nccl_group_call.h"
-#include "systems/nccl_ring_all_gather.h"
+#include "platform/nccl_group_call.h"
+#include "platform/nccl_ring_all_gather.h"
 #include "systems/system_run.h"
 
 namespace moehub {

@@ -6,15 +6,15 @@
 #include <string>
 #include <vector>
 
-#include "cli/config_builder.h"
-#include "cli/param_catalog.h"
+#include "config/config_builder.h"
+#include "systems/param_catalog.h"
 #include "config/preset_catalog.h"
 #include "hub/rowsp.h"
 #include "moe/model_shape.h"
 #include "moe/workload.h"
 #include "sim/error.h"
-#include "systems/experiment.h"
-#include "systems/hub_fabric.h"
+#include "platform/experiment.h"
+#include "systems/moehub/hub_fabric.h"
 #include "systems/system_registry.h"
 
 namespace moehub {

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "systems/network_store_port.h"
-#include "systems/remote_memory.h"
+#include "platform/network_store_port.h"
+#include "platform/remote_memory.h"
 #include "systems/system_run.h"
 
 namespace moehub {

@@ -10,15 +10,15 @@
 #include <utility>
 #include <vector>
 
-#include "cli/config_builder.h"
-#include "cli/param_catalog.h"
+#include "config/config_builder.h"
+#include "systems/param_catalog.h"
 #include "config/preset_catalog.h"
 #include "gpu/gpu.h"
 #include "moe/model_shape.h"
 #include "moe/workload.h"
-#include "systems/cluster.h"
-#include "systems/functional_data.h"
-#include "systems/moe_system.h"
+#include "platform/cluster.h"
+#include "platform/functional_data.h"
+#include "platform/moe_system.h"
 #include "systems/system_registry.h"
 
 namespace moehub::test {

@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include "systems/system_run.h"
-#include "systems/tutel_capacity.h"
-#include "systems/tutel_system.h"
+#include "systems/tutel/tutel_capacity.h"
+#include "systems/tutel/tutel_system.h"
 #include "../gpu/gpu_test_support.h"
 
 namespace moehub {

@@ -1,0 +1,114 @@
+#include "platform/cluster.h"
+
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "platform/memory_receiver.h"
+#include "platform/network_store_port.h"
+
+namespace moehub {
+
+Cluster::Cluster(Simulator& sim, const Config& config, const Workload& workload, TraceRecorder* trace,
+                 FunctionalData* functional)
+    : sim_(sim),
+      config_(config),
+      workload_(workload),
+      trace_(trace),
+      functional_(functional),
+      gpu_config_(gpu::GpuConfig::from(config)),
+      host_config_(gpu::HostConfig::from(config)),
+      nccl_(NcclConfig::from(config)) {
+  const int n = static_cast<int>(workload.tokens().gpus());
+  network_ = make_network(NetConfig::from(config, n), sim, trace);
+  activity_.resize(static_cast<size_t>(n));
+  phases_.resize(static_cast<size_t>(n));
+  for (int g = 0; g < n; ++g) {
+    gpus_.push_back(std::make_unique<gpu::Gpu>(sim, gpu_config_, static_cast<uint32_t>(g), trace));
+    hosts_.push_back(std::make_unique<gpu::Host>(sim, host_config_, static_cast<uint32_t>(g), trace));
+    streams_.push_back(&gpus_.back()->create_stream("compute"));
+    if (trace) trace->name_process(g, fmt::format("GPU {}", g));
+  }
+  for (int g = 0; g < n; ++g) {
+    ports_.push_back(std::make_unique<NetworkStorePort>(*this, g));
+    gpus_[static_cast<size_t>(g)]->set_store_port(ports_.back().get());
+    receivers_.push_back(std::make_unique<MemoryReceiver>(*this, g));
+    receiver_of_.push_back(receivers_.back().get());
+    if (auto* p = packets()) p->set_receiver(g, receivers_.back().get());
+  }
+}
+
+Cluster::~Cluster() = default;
+
+gpu::KernelId Cluster::launch(int g, gpu::Stream& stream, Activity what, gpu::KernelSpec spec) {
+  const gpu::KernelId id = host(g).launch(stream, std::move(spec));
+  launched_.push_back({g, id, what});
+  return id;
+}
+
+void Cluster::host_sync(int g, gpu::Stream& stream, uint64_t bytes, Time host_work, Callback then) {
+  auto start = std::make_shared<Time>();
+  host(g).call([this, start] { *start = sim_.now(); });
+  host(g).sync(stream, bytes, host_work, [this, g, start, then = std::move(then)]() mutable {
+    log(g, Activity::Synchronisation, *start, sim_.now());
+    if (then) then();
+  });
+}
+
+void Cluster::set_receiver(int g, PacketReceiver* receiver) {
+  receiver_of_.at(static_cast<size_t>(g)) = receiver;
+  if (auto* p = packets()) p->set_receiver(g, receiver);
+}
+
+void Cluster::deliver_write(int dst, uint64_t bytes, uint64_t tag, Callback then) {
+  if (tag == 0 && !then) {
+    gpu(dst).memory_write(bytes);  // nobody waits for it: no event of its own
+    return;
+  }
+  const auto signal = [this, dst, bytes, tag] {
+    if (tag != 0) gpu(dst).signal_add(static_cast<gpu::SignalId>(tag - 1), static_cast<int64_t>(bytes));
+  };
+  if (!then) {  // the common case (a tagged store): small enough for a callback's inline storage
+    gpu(dst).memory_write(bytes, signal);
+    return;
+  }
+  gpu(dst).memory_write(bytes, [signal, then = std::move(then)]() mutable {
+    signal();
+    then();
+  });
+}
+
+void Cluster::layer_done(int g) {
+  PhaseMarks& p = phases(g);
+  if (p.done) throw std::logic_error(fmt::format("GPU {} finished the layer twice", g));
+  p.done = sim_.now();
+}
+
+bool Cluster::all_done() const {
+  for (const auto& p : phases_) {
+    if (!p.done) return false;
+  }
+  return true;
+}
+
+void Cluster::run_to_completion(const std::string& system) {
+  const Time limit = config_.time("run.time_limit");
+  sim_.run_until(limit);
+  if (sim_.events_pending() > 0) {
+    throw std::runtime_error(fmt::format("system {} was still running after run.time_limit = {} us of simulated time "
+                                         "({} events executed): stuck polling or livelocked",
+                                         system, limit.us(), sim_.events_executed()));
+  }
+  finish();
+}
+
+void Cluster::finish() {
+  if (finished_) return;
+  finished_ = true;
+  for (const Launched& l : launched_) {
+    const gpu::KernelTimes& t = gpu(l.gpu).kernel_times(l.id);
+    if (t.started && t.ended) log(l.gpu, l.what, *t.started, *t.ended);
+  }
+  network_->flush_trace();
+}
+
+}  // namespace moehub

@@ -1,0 +1,130 @@
+#pragma once
+// The simulated machine one system runs a layer on: N GPUs with their hosts and streams, the
+// NVLink fabric between them, the ports that carry thread-block stores onto the fabric, the
+// receivers that write arriving packets into GPU memory, and the logs the report is built from.
+// Every system gets a fresh Cluster built from the same configuration and workload.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "gpu/gpu.h"
+#include "gpu/host.h"
+#include "moe/workload.h"
+#include "net/collectives.h"
+#include "net/network.h"
+#include "net/packet_network.h"
+#include "sim/simulator.h"
+#include "sim/trace_recorder.h"
+#include "platform/activity.h"
+#include "platform/functional_data.h"
+
+namespace moehub {
+
+class NetworkStorePort;
+class MemoryReceiver;
+
+// Per GPU: when the layer's phases began and ended (for the report's windows and rates).
+struct PhaseMarks {
+  std::optional<Time> routing_start;
+  std::optional<Time> gemm1_end;
+  std::optional<Time> dispatch_start;
+  std::optional<Time> dispatch_end;
+  std::optional<Time> combine_start;
+  std::optional<Time> combine_end;
+  std::optional<Time> done;
+};
+
+class Cluster {
+ public:
+  // `functional`: null for timing-only runs.
+  Cluster(Simulator& sim, const Config& config, const Workload& workload, TraceRecorder* trace,
+          FunctionalData* functional = nullptr);
+  ~Cluster();
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
+
+  Simulator& sim() { return sim_; }
+  const Config& config() const { return config_; }
+  const Workload& workload() const { return workload_; }
+  const ModelShape& model() const { return workload_.model(); }
+  const gpu::GpuConfig& gpu_config() const { return gpu_config_; }
+  TraceRecorder* trace() { return trace_; }
+  FunctionalData* functional() { return functional_; }
+  int gpus() const { return static_cast<int>(gpus_.size()); }
+
+  gpu::Gpu& gpu(int g) { return *gpus_.at(static_cast<size_t>(g)); }
+  gpu::Host& host(int g) { return *hosts_.at(static_cast<size_t>(g)); }
+  // The GPU's default compute stream.
+  gpu::Stream& stream(int g) { return *streams_.at(static_cast<size_t>(g)); }
+  Network& network() { return *network_; }
+  // Null in the flow fidelity.
+  PacketNetwork* packets() { return network_->packets(); }
+  const NcclConfig& nccl() const { return nccl_; }
+
+  // Launches `spec` on `stream` through GPU g's host; its run is logged as `what`.
+  gpu::KernelId launch(int g, gpu::Stream& stream, Activity what, gpu::KernelSpec spec);
+  // cudaMemcpy(D2H, bytes) + cudaStreamSynchronize + `host_work`, logged as Synchronisation
+  // from the moment the host reaches it until it resumes; then `then`.
+  void host_sync(int g, gpu::Stream& stream, uint64_t bytes, Time host_work, Callback then);
+  // Logs an interval directly (collectives, waits that are not kernels).
+  void log(int g, Activity what, Time start, Time end) { activity_.at(static_cast<size_t>(g)).add(what, start, end); }
+  ActivityLog& activity(int g) { return activity_.at(static_cast<size_t>(g)); }
+  PhaseMarks& phases(int g) { return phases_.at(static_cast<size_t>(g)); }
+  // GPU g has finished its part of the layer.
+  void layer_done(int g);
+  bool all_done() const;
+
+  // A store tag that makes the destination add the bytes it writes to `signal` (a counter in
+  // the destination GPU's memory), once they are in memory.
+  static uint64_t signal_tag(gpu::SignalId signal) { return static_cast<uint64_t>(signal) + 1; }
+
+  // Replaces GPU g's store port (MoE-Hub routes stores through its Runtime Packet Manager).
+  void set_store_port(int g, gpu::StorePort* port) { gpu(g).set_store_port(port); }
+  // Replaces GPU g's packet receiver (MoE-Hub puts its AAU and DAM in front of memory).
+  void set_receiver(int g, PacketReceiver* receiver);
+  // GPU g's receiver, whatever the fidelity: at flow fidelity a thread block's store reaches it
+  // when its flow completes, so a system's receiver sees the same writes at both fidelities.
+  PacketReceiver& receiver(int g) { return *receiver_of_.at(static_cast<size_t>(g)); }
+  // Writes `bytes` into GPU dst's memory as if they had arrived, then bumps the tag's signal.
+  void deliver_write(int dst, uint64_t bytes, uint64_t tag, Callback then = nullptr);
+
+  // Runs the simulation until no events remain, then finish(). A run still busy after
+  // run.time_limit of simulated time is livelocked (a flag no one sets, a credit never
+  // returned): it throws, naming `system`, instead of spinning forever.
+  void run_to_completion(const std::string& system);
+  // Folds kernel run times into the activity logs; call once after the simulation ends.
+  void finish();
+
+ private:
+  struct Launched {
+    int gpu;
+    gpu::KernelId id;
+    Activity what;
+  };
+
+  Simulator& sim_;
+  const Config& config_;
+  const Workload& workload_;
+  TraceRecorder* trace_;
+  FunctionalData* functional_;
+  gpu::GpuConfig gpu_config_;
+  gpu::HostConfig host_config_;
+  NcclConfig nccl_;
+  std::vector<std::unique_ptr<gpu::Gpu>> gpus_;
+  std::vector<std::unique_ptr<gpu::Host>> hosts_;
+  std::vector<gpu::Stream*> streams_;
+  std::unique_ptr<Network> network_;
+  std::vector<std::unique_ptr<NetworkStorePort>> ports_;
+  std::vector<std::unique_ptr<MemoryReceiver>> receivers_;
+  std::vector<PacketReceiver*> receiver_of_;  // the current receiver of each GPU
+  std::vector<ActivityLog> activity_;
+  std::vector<PhaseMarks> phases_;
+  std::vector<Launched> launched_;
+  bool finished_ = false;
+};
+
+}  // namespace moehub

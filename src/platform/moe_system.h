@@ -1,0 +1,34 @@
+#pragma once
+// One MoE system (Megatron-TE, Tutel, MoE-Hub, ...): a program of kernels, transfers, host
+// synchronisations and thread-block waits that it issues on the cluster's GPUs for one layer.
+// Each system lives in its own source file and is listed once in system_registry.cpp.
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "config/config.h"
+#include "config/param_registry.h"
+#include "platform/cluster.h"
+
+namespace moehub {
+
+class MoeSystem {
+ public:
+  virtual ~MoeSystem() = default;
+  // Issues the layer on every GPU (host programs, kernels, transfers). Each GPU calls
+  // cluster.layer_done(g) when its part is complete; the simulation then runs to the end.
+  virtual void start(Cluster& cluster) = 0;
+  // System-specific results for the report (e.g. dropped tokens, hub counters); null if none.
+  virtual nlohmann::json stats(Cluster& cluster) { (void)cluster; return nullptr; }
+};
+
+struct SystemEntry {
+  std::string name;
+  std::string description;
+  // Declares the system's own `systems.<name>.*` parameters (may be null).
+  void (*declare_params)(ParamRegistry&) = nullptr;
+  std::unique_ptr<MoeSystem> (*make)(const Config&) = nullptr;
+};
+
+}  // namespace moehub

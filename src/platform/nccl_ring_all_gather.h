@@ -1,0 +1,42 @@
+#pragma once
+// NCCL's ring all-gather as each rank's kernel sees it (docs/research/systems.md section 7),
+// for Megatron's count exchange. A rank takes part from the moment its NCCL kernel starts
+// (`join`) and its kernel ends when its own sends and receives are done, so a late or lightly
+// loaded rank is not timed by the slowest pair of the whole collective. (All-to-alls are
+// platform/nccl_group_call.h.)
+//
+// RingAllGather: one block per rank; in step i rank r forwards block r - i to rank r + 1, once
+// it has joined and holds that block; small blocks land in the receiver's FIFO before its
+// kernel runs (initial credits), so only forwarding waits for the receiver's join.
+//
+// A rank joins from its NCCL kernel (`nccl_kernel`, platform/nccl_group_call.h): the kernel
+// joins when it is placed and spins on its done flag until the rank's part is done.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "platform/cluster.h"
+
+namespace moehub {
+
+class RingAllGather {
+ public:
+  RingAllGather(Cluster& cluster, uint64_t block_bytes, std::function<void(int)> on_rank);
+  void join(int rank);
+
+ private:
+  void try_send(int rank);
+  void maybe_rank_done(int rank);
+
+  Cluster& cluster_;
+  int n_;
+  uint64_t block_bytes_;
+  std::function<void(int)> on_rank_;
+  std::vector<uint8_t> joined_;
+  std::vector<int> sent_, sends_landed_, received_;
+  std::vector<uint8_t> rank_done_;
+};
+
+}  // namespace moehub

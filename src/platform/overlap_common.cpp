@@ -1,0 +1,58 @@
+#include "platform/overlap_common.h"
+
+#include <fmt/format.h>
+
+#include "gpu/block_program.h"
+#include "gpu/gpu_config.h"
+
+namespace moehub {
+
+StreamCollective::StreamCollective(Cluster& cluster, std::string name, std::vector<std::vector<uint64_t>> bytes)
+    : cluster_(cluster), name_(std::move(name)), bytes_(std::move(bytes)) {
+  for (int g = 0; g < cluster.gpus(); ++g) done_.push_back(cluster.gpu(g).create_signal(name_ + " done"));
+}
+
+std::vector<std::vector<uint64_t>> StreamCollective::to_every_peer(int gpus, uint64_t bytes) {
+  std::vector<std::vector<uint64_t>> b(static_cast<size_t>(gpus), std::vector<uint64_t>(static_cast<size_t>(gpus), bytes));
+  for (int g = 0; g < gpus; ++g) b[static_cast<size_t>(g)][static_cast<size_t>(g)] = 0;
+  return b;
+}
+
+gpu::KernelSpec StreamCollective::kernel(int g, gpu::BlockShape shape,
+                                         std::optional<std::pair<gpu::SignalId, int64_t>> before) {
+  gpu::KernelSpec spec;
+  spec.name = name_;
+  spec.blocks = 1;
+  spec.shape = shape;
+  const gpu::SignalId done = done_.at(static_cast<size_t>(g));
+  // Steps: [resident] -> [poll `before`] -> arrive + poll done -> finish.
+  spec.program = std::make_shared<gpu::FunctionProgram>([this, done, before](gpu::BlockState& b) -> gpu::Step {
+    uint32_t s = b.step;
+    if (s == 0) return gpu::Step::compute(Time::zero());  // the first step is fetched before dispatch
+    if (before && s == 1) return gpu::Step::wait(before->first, before->second, gpu::WaitMode::Poll);
+    if (before) --s;
+    if (s == 1) {
+      arrive();
+      return gpu::Step::wait(done, 1, gpu::WaitMode::Poll);
+    }
+    return gpu::Step::done();
+  });
+  return spec;
+}
+
+void StreamCollective::arrive() {
+  if (++arrived_ < cluster_.gpus()) return;
+  all_to_all_ = std::make_unique<AllToAll>(cluster_.network(), cluster_.sim(), cluster_.nccl());
+  all_to_all_->start(bytes_, 0, [this] {
+    for (int g = 0; g < cluster_.gpus(); ++g) cluster_.gpu(g).signal_add(done_[static_cast<size_t>(g)], 1);
+  });
+}
+
+void host_to_device_copy(Cluster& cluster, int g, gpu::Stream& stream, std::string label, uint64_t bytes) {
+  const gpu::HostConfig h = gpu::HostConfig::from(cluster.config());
+  const Time duration = h.d2h_latency + h.d2h_bandwidth.transfer_time(bytes);
+  cluster.host(g).work(h.issue_cost);
+  cluster.host(g).call([&stream, label = std::move(label), duration] { stream.copy(label, duration); });
+}
+
+}  // namespace moehub

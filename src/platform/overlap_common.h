@@ -1,0 +1,50 @@
+#pragma once
+// Pieces the fine-grained overlap systems (comet, ccfuser) share: a collective issued as a
+// kernel on every GPU's stream (an NCCL collective or an NVSHMEM barrier_all_on_stream), and a
+// small host-to-device copy of a plan issued by the host.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <string>
+#include <vector>
+
+#include "gpu/kernel.h"
+#include "net/collectives.h"
+#include "platform/cluster.h"
+
+namespace moehub {
+
+// One block per GPU. A GPU's block becomes resident, optionally polls a local signal first
+// (`before`: e.g. the barrier's quiet, "every byte sent to me has landed"), then arrives; when
+// every GPU has arrived the transfers `bytes[src][dst]` start as an NCCL-style all-to-all, and
+// each block polls its completion flag (gpu.poll_*), as NCCL's and NVSHMEM's kernels spin on
+// flags. An all-gather of counts is the all-to-all that sends the same bytes to every peer; a
+// barrier sends one flag-sized message to every peer. Completion is global (the all-to-all's
+// last byte), not per GPU: a simplification for these small messages.
+class StreamCollective {
+ public:
+  StreamCollective(Cluster& cluster, std::string name, std::vector<std::vector<uint64_t>> bytes);
+  // GPU g's kernel; `before_signal`/`before_threshold`: an optional local wait before arriving.
+  gpu::KernelSpec kernel(int g, gpu::BlockShape shape, std::optional<std::pair<gpu::SignalId, int64_t>> before = {});
+  // Bytes every GPU sends every other GPU (all-gather or barrier).
+  static std::vector<std::vector<uint64_t>> to_every_peer(int gpus, uint64_t bytes);
+
+ private:
+  void arrive();
+
+  Cluster& cluster_;
+  std::string name_;
+  std::vector<std::vector<uint64_t>> bytes_;
+  std::vector<gpu::SignalId> done_;
+  std::unique_ptr<AllToAll> all_to_all_;
+  int arrived_ = 0;
+};
+
+// cudaMemcpyAsync(H2D) of a small plan: the host's issue cost, then a copy of
+// host.d2h_latency + bytes / host.d2h_bandwidth on the stream (PCIe is symmetric: the D2H
+// figures stand for H2D; assumption, docs/systems.md).
+void host_to_device_copy(Cluster& cluster, int g, gpu::Stream& stream, std::string label, uint64_t bytes);
+
+}  // namespace moehub

@@ -1,0 +1,202 @@
+#include "platform/remote_memory.h"
+
+#include <algorithm>
+
+#include "net/packet_network.h"
+#include "platform/cluster.h"
+
+namespace moehub {
+
+// One per GPU: its load port (issuing read requests), its receiver (serving requests, taking
+// responses and tagged writes) and the queues that wait for room in its egress FIFOs.
+class RemoteMemory::Port final : public gpu::LoadPort, public PacketReceiver, public RoomListener {
+ public:
+  Port(RemoteMemory& owner, int gpu) : owner_(owner), gpu_(gpu) {}
+
+  void load(const gpu::LoadRequest& r, Callback arrived) override {
+    owner_.read(gpu_, static_cast<int>(r.target_gpu), r.bytes, std::move(arrived));
+  }
+
+  // Requests are taken only while no response waits for egress room (back-pressure).
+  bool can_accept(const Packet& p) override {
+    if (p.kind == PacketKind::ReadRequest && !responses_.empty()) {
+      refused_ = true;
+      return false;
+    }
+    return true;
+  }
+
+  void deliver(Packet&& p) override {
+    switch (p.kind) {
+      case PacketKind::ReadRequest: serve(p); break;
+      case PacketKind::ReadResponse: owner_.response_in(gpu_, p.cookie, p.payload_bytes); break;
+      default:
+        // Only a thread block's stores carry a tag in their cookie; a transfer's cookie is the
+        // transfer engine's own id.
+        if (is_write(p.kind)) write_in(p.payload_bytes, p.client && p.client->cookie_is_for_receiver() ? p.cookie : 0);
+        break;
+    }
+  }
+
+  void on_room(int) override {
+    waiting_request_room_ = false;
+    waiting_response_room_ = false;
+    pump();
+  }
+
+  void send_requests(int target, uint64_t read_id, uint64_t bytes) {
+    requests_.push_back({target, read_id, bytes});
+    pump();
+  }
+
+ private:
+  struct Pending {
+    int peer;
+    uint64_t read_id;
+    uint64_t bytes;  // requests: bytes still to ask for; responses: the response's payload
+  };
+
+  void write_in(uint64_t bytes, uint64_t tag) {
+    Cluster& c = owner_.cluster_;
+    const uint64_t signal_tag = tag & 0xffffffffULL;
+    const uint64_t code = tag >> 32;
+    if (code == 0) {
+      c.deliver_write(gpu_, bytes, signal_tag);
+      return;
+    }
+    c.deliver_write(gpu_, bytes, signal_tag, [this, code, bytes] {
+      if (owner_.on_write_) owner_.on_write_(gpu_, code - 1, bytes);
+    });
+  }
+
+  // The target reads the requested bytes from its memory, then queues the response.
+  void serve(const Packet& request) {
+    const int reader = request.src;
+    // The request's header carries the read and the length asked for (cookie: id << 16 | length).
+    const uint64_t id = request.cookie >> 16;
+    const uint64_t bytes = request.cookie & 0xffffULL;
+    owner_.cluster_.gpu(gpu_).memory_read(bytes, [this, reader, id, bytes] {
+      responses_.push_back({reader, id, bytes});
+      pump();
+    });
+  }
+
+  // Re-entrant calls (inject may notify room listeners, this port among them) only ask the
+  // running pump to go round again.
+  void pump() {
+    if (pumping_) {
+      repump_ = true;
+      return;
+    }
+    pumping_ = true;
+    do {
+      repump_ = false;
+      pump_once();
+    } while (repump_);
+    pumping_ = false;
+  }
+
+  void pump_once() {
+    PacketNetwork* net = owner_.cluster_.packets();
+    const uint32_t max_payload = net->config().max_payload_bytes;
+    while (!responses_.empty()) {
+      const Pending r = responses_.front();
+      if (!net->can_inject(gpu_, static_cast<uint32_t>(r.bytes), PacketKind::ReadResponse)) {
+        if (!waiting_response_room_) {
+          waiting_response_room_ = true;
+          net->request_response_room(gpu_, this);
+        }
+        break;
+      }
+      Packet p;
+      p.src = gpu_;
+      p.dst = r.peer;
+      p.payload_bytes = static_cast<uint32_t>(r.bytes);
+      p.kind = PacketKind::ReadResponse;
+      p.cookie = r.read_id;
+      responses_.pop_front();
+      net->inject(std::move(p));
+    }
+    if (responses_.empty() && refused_) {
+      refused_ = false;
+      net->resume_ingress(gpu_);
+    }
+    while (!requests_.empty()) {
+      Pending& q = requests_.front();
+      if (!net->can_inject(gpu_, 0, PacketKind::ReadRequest)) {
+        if (!waiting_request_room_) {
+          waiting_request_room_ = true;
+          net->request_room(gpu_, this);
+        }
+        break;
+      }
+      const uint64_t ask = std::min<uint64_t>(q.bytes, max_payload);
+      Packet p;
+      p.src = gpu_;
+      p.dst = q.peer;
+      p.payload_bytes = 0;  // header only: address and length travel in the header flit
+      p.kind = PacketKind::ReadRequest;
+      p.cookie = (q.read_id << 16) | ask;
+      q.bytes -= ask;
+      if (q.bytes == 0) requests_.pop_front();
+      net->inject(std::move(p));
+    }
+  }
+
+  RemoteMemory& owner_;
+  int gpu_;
+  std::deque<Pending> requests_;
+  std::deque<Pending> responses_;
+  bool waiting_request_room_ = false;
+  bool waiting_response_room_ = false;
+  bool refused_ = false;
+  bool pumping_ = false;
+  bool repump_ = false;
+};
+
+RemoteMemory::RemoteMemory(Cluster& cluster) : cluster_(cluster) {
+  for (int g = 0; g < cluster.gpus(); ++g) {
+    ports_.push_back(std::make_unique<Port>(*this, g));
+    cluster.gpu(g).set_load_port(ports_.back().get());
+    cluster.set_receiver(g, ports_.back().get());
+  }
+}
+
+RemoteMemory::~RemoteMemory() = default;
+
+void RemoteMemory::read(int reader, int target, uint64_t bytes, Callback done) {
+  ++reads_;
+  read_bytes_ += bytes;
+  if (bytes == 0) {
+    cluster_.sim().schedule_in(Time::zero(), std::move(done));
+    return;
+  }
+  if (reader == target) {  // a local copy: read and write the GPU's own memory
+    gpu::Gpu& g = cluster_.gpu(reader);
+    g.memory_read(bytes, [&g, bytes, done = std::move(done)]() mutable { g.memory_write(bytes, std::move(done)); });
+    return;
+  }
+  if (!cluster_.packets()) {
+    cluster_.network().transfer(target, reader, bytes, 0, [this, reader, bytes, done = std::move(done)]() mutable {
+      cluster_.gpu(reader).memory_write(bytes, std::move(done));
+    });
+    return;
+  }
+  const uint64_t id = next_read_++;
+  reads_in_flight_.emplace(id, Read{bytes, std::move(done)});
+  ports_.at(static_cast<size_t>(reader))->send_requests(target, id, bytes);
+}
+
+void RemoteMemory::response_in(int reader, uint64_t read_id, uint64_t bytes) {
+  cluster_.gpu(reader).memory_write(bytes, [this, read_id, bytes] {
+    auto it = reads_in_flight_.find(read_id);
+    if (it == reads_in_flight_.end()) throw std::logic_error("RemoteMemory: response for an unknown read");
+    it->second.bytes_left -= bytes;
+    if (it->second.bytes_left > 0) return;
+    Callback done = std::move(it->second.done);
+    reads_in_flight_.erase(it);
+    done();
+  });
+}
+
+}  // namespace moehub

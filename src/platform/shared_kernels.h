@@ -1,0 +1,49 @@
+#pragma once
+// The kernels every system runs alike (paper VI-A: routing, expert GEMMs, activation, scaling
+// and the attention around the MoE layer cost the same everywhere). Systems differ in what
+// they add around them and in how the GEMMs' thread blocks wait for data.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpu/gemm.h"
+#include "gpu/kernel.h"
+#include "moe/layer_cost.h"
+#include "platform/cluster.h"
+
+namespace moehub {
+
+class SharedKernels {
+ public:
+  explicit SharedKernels(Cluster& cluster);
+
+  // Gate GEMM (T x H by H x E) then softmax/top-k on GPU g's `tokens` tokens; logged as Routing.
+  void launch_routing(int g, gpu::Stream& stream, int64_t tokens);
+  // Grouped GEMM1 (rows_e x H by H x F1) over the local experts.
+  gpu::GemmModel gemm1_model(const std::vector<uint64_t>& rows_per_expert) const;
+  // Grouped GEMM2 (rows_e x F by F x H).
+  gpu::GemmModel gemm2_model(const std::vector<uint64_t>& rows_per_expert) const;
+  gpu::KernelSpec activation(int g, uint64_t rows) const;
+  // Weighted sum of each token's k expert rows.
+  gpu::KernelSpec scaling(int g, uint64_t tokens) const;
+  // Gather or scatter of `rows` rows (a data shuffle that exists only to order rows).
+  gpu::KernelSpec permute(int g, uint64_t rows, std::string name) const;
+  // A memory-bound kernel of `bytes`.
+  gpu::KernelSpec memory(int g, std::string name, uint64_t bytes) const;
+
+  // Rows GPU g's local experts receive from every GPU, per local expert.
+  std::vector<uint64_t> local_expert_rows(int g) const;
+  // Rows GPU g's local experts receive from GPU src, per local expert.
+  std::vector<uint64_t> local_expert_rows_from(int g, int src) const;
+
+  // Roofline time of work outside the MoE layer (attention, shared experts, dense FFN):
+  // max(FLOPs at the tensor peak x gemm efficiency, bytes at achievable HBM bandwidth).
+  Time roofline(const OpCost& cost) const;
+
+ private:
+  Cluster& cluster_;
+  gpu::BlockShape memory_shape_;
+};
+
+}  // namespace moehub

@@ -1,0 +1,103 @@
+#include "systems/ccfuser/ccfuser_plan.h"
+
+#include <algorithm>
+
+#include "sim/error.h"
+
+namespace moehub {
+
+CcfuserParams CcfuserParams::from(const Config& c) {
+  CcfuserParams p;
+  p.schedule = c.string("systems.ccfuser.schedule") == "static_pairs" ? Schedule::StaticPairs : Schedule::WorkQueue;
+  p.block_rows = c.integer("systems.ccfuser.block_rows");
+  p.tile_n = c.integer("systems.ccfuser.tile_n");
+  p.tile_k = c.integer("systems.ccfuser.tile_k");
+  p.block_threads = c.integer("systems.ccfuser.block_threads");
+  p.host_plan_base = c.time("systems.ccfuser.host_plan_base");
+  p.host_plan_per_block = c.time("systems.ccfuser.host_plan_per_block");
+  p.plan_tensors = c.integer("systems.ccfuser.plan_tensors");
+  return p;
+}
+
+CcfuserPlan::CcfuserPlan(Cluster& cluster, const CcfuserParams& params) : tile_n_(static_cast<uint64_t>(params.tile_n)) {
+  const Workload& w = cluster.workload();
+  const ModelShape& m = cluster.model();
+  const int n = cluster.gpus();
+  const uint64_t br = static_cast<uint64_t>(params.block_rows);
+  gpus_.resize(static_cast<size_t>(n));
+  uint64_t code = 0;
+  for (int g = 0; g < n; ++g) {
+    CcfuserGpuPlan& p = gpus_[static_cast<size_t>(g)];
+    p.code_base = code;
+    const auto& experts = w.placement().local_experts(g);
+    p.blocks_of_expert.assign(experts.size(), 0);
+    std::vector<CcfuserBlock> local, remote;
+    for (size_t li = 0; li < experts.size(); ++li) {
+      std::vector<std::vector<RowRef>> by_source(static_cast<size_t>(n));
+      for (const RowRef& r : w.plan().expert_rows(experts[li])) by_source[static_cast<size_t>(w.tokens().gpu_of_token(r.token))].push_back(r);
+      for (int j = 0; j < n; ++j) {
+        const int s = (g + j) % n;
+        const auto& rows = by_source[static_cast<size_t>(s)];
+        for (size_t b = 0; b < rows.size(); b += br) {
+          CcfuserBlock blk;
+          blk.expert = experts[li];
+          blk.local_expert = static_cast<int32_t>(li);
+          blk.source = s;
+          blk.remote = s != g;
+          blk.rows.assign(rows.begin() + static_cast<std::ptrdiff_t>(b),
+                          rows.begin() + static_cast<std::ptrdiff_t>(std::min(rows.size(), b + br)));
+          (blk.remote ? remote : local).push_back(std::move(blk));
+          ++p.blocks_of_expert[li];
+        }
+      }
+    }
+    // Interleave (local, remote) while both lists last, then the rest one per pair.
+    const size_t pairs = std::max(local.size(), remote.size());
+    for (size_t i = 0; i < pairs; ++i) {
+      std::vector<uint32_t> pair;
+      for (auto* list : {&local, &remote}) {
+        if (i >= list->size()) continue;
+        CcfuserBlock b = std::move((*list)[i]);
+        b.slot = static_cast<uint32_t>(p.blocks.size());
+        pair.push_back(b.slot);
+        p.blocks.push_back(std::move(b));
+      }
+      p.pairs.push_back(std::move(pair));
+    }
+    code += p.blocks.size();
+    // Work items: per pair, the remote block's fetch first, then every column tile of its
+    // blocks (local first). GEMM2 has no fetch: its results go back from the epilogue.
+    const uint32_t n1 = tiles_n(static_cast<uint64_t>(m.gemm1_cols()));
+    const uint32_t n2 = tiles_n(static_cast<uint64_t>(m.hidden));
+    p.gemm1_by_pair.resize(p.pairs.size());
+    p.gemm2_by_pair.resize(p.pairs.size());
+    for (size_t i = 0; i < p.pairs.size(); ++i) {
+      for (uint32_t b : p.pairs[i]) {
+        if (!p.blocks[b].remote) continue;
+        p.gemm1_by_pair[i].push_back(static_cast<uint32_t>(p.gemm1_items.size()));
+        p.gemm1_items.push_back({CcfuserItem::Kind::Fetch, b, 0});
+        ++p.fetch_blocks;
+      }
+      for (uint32_t b : p.pairs[i]) {
+        for (uint32_t c = 0; c < n1; ++c) {
+          p.gemm1_by_pair[i].push_back(static_cast<uint32_t>(p.gemm1_items.size()));
+          p.gemm1_items.push_back({CcfuserItem::Kind::Compute, b, c});
+        }
+        for (uint32_t c = 0; c < n2; ++c) {
+          p.gemm2_by_pair[i].push_back(static_cast<uint32_t>(p.gemm2_items.size()));
+          p.gemm2_items.push_back({CcfuserItem::Kind::Compute, b, c});
+        }
+      }
+    }
+  }
+  for (int g = 0; g < n; ++g) gpus_[static_cast<size_t>(g)].combine_bytes = static_cast<uint64_t>(w.plan().rows_from(g)) * m.row_bytes();
+}
+
+std::pair<int, uint32_t> CcfuserPlan::block_of_code(uint64_t code) const {
+  for (size_t g = gpus_.size(); g-- > 0;) {
+    if (code >= gpus_[g].code_base && code < gpus_[g].code_base + gpus_[g].blocks.size()) return {static_cast<int>(g), static_cast<uint32_t>(code - gpus_[g].code_base)};
+  }
+  throw std::logic_error("CcfuserPlan: bad block code");
+}
+
+}  // namespace moehub

@@ -1,0 +1,536 @@
+// `comet` (Comet, MLSys'25; code: bytedance/flux src/moe_ag_scatter = layer0, src/moe_gather_rs
+// = layer1; docs/research/systems.md 5). Fine-grained overlap inside fused kernels:
+//   prologue  routing; count all-gather (NCCL); D2H of the counts + stream sync; host layout
+//             and tile schedule (own rank first, then ring order); H2D of the plan.
+//   layer0    dispatch + GEMM1: either specialised communication blocks on the first
+//             `comm_blocks` SMs push rows with one-sided stores whose arrival bumps a per-tile
+//             flag (the paper's design, MODELING.md 3), or copy-engine gets of whole token
+//             shards with per-source-rank flags (what flux's open-source layer0 does). GEMM1
+//             tiles poll their flags; tiles needing local rows run first.
+//   layer1    GEMM2 + combine: GEMM2 on the SMs left by `gather_rs_ctas` communication blocks;
+//             tiles count into per-column-split flags; the communication blocks poll them, sum
+//             each token's local rows (weighted) and store the partial into its owner's buffer.
+//   epilogue  barrier (every partial landed), sum of the world partials per token.
+// docs/systems.md "## comet" lists every constant and its source.
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <memory>
+#include <unordered_map>
+
+#include "gpu/memory_kernel.h"
+#include "systems/comet/comet_plan.h"
+#include "platform/moe_system.h"
+#include "platform/overlap_common.h"
+#include "platform/remote_memory.h"
+#include "platform/shared_kernels.h"
+
+namespace moehub {
+namespace {
+
+using gpu::Step;
+using gpu::WaitMode;
+
+class CometSystem final : public MoeSystem {
+ public:
+  explicit CometSystem(CometParams p) : p_(std::move(p)) {}
+
+  void start(Cluster& cluster) override {
+    c_ = &cluster;
+    k_ = std::make_unique<SharedKernels>(cluster);
+    remote_ = std::make_unique<RemoteMemory>(cluster);
+    remote_->on_write([this](int g, uint64_t code, uint64_t bytes) { write_arrived(g, code, bytes); });
+    plan_ = std::make_unique<CometPlan>(cluster, p_);
+    const int n = cluster.gpus();
+    counts_ = std::make_unique<StreamCollective>(
+        cluster, "nccl_allgather_counts",
+        StreamCollective::to_every_peer(n, static_cast<uint64_t>(cluster.model().experts()) * kCountBytes));
+    barrier1_ = std::make_unique<StreamCollective>(cluster, "nvshmem_barrier_layer1", StreamCollective::to_every_peer(n, kFlagBytes));
+    barrier_end_ = std::make_unique<StreamCollective>(cluster, "nvshmem_barrier_end", StreamCollective::to_every_peer(n, kFlagBytes));
+    if (p_.dispatch == CometParams::Dispatch::CopyEngineGets) {
+      barrier_gets_ = std::make_unique<StreamCollective>(cluster, "nvshmem_barrier_ag", StreamCollective::to_every_peer(n, kFlagBytes));
+    }
+    gpu_.resize(static_cast<size_t>(n));
+    for (int g = 0; g < n; ++g) start_gpu(g);
+  }
+
+  nlohmann::json stats(Cluster& cluster) override {
+    nlohmann::json j;
+    j["dispatch"] = p_.dispatch == CometParams::Dispatch::CommBlocks ? "comm_blocks" : "copy_engine_gets";
+    nlohmann::json per = nlohmann::json::array();
+    for (int g = 0; g < cluster.gpus(); ++g) {
+      const PerGpu& s = gpu_[static_cast<size_t>(g)];
+      const gpu::Gpu& d = cluster.gpu(g);
+      nlohmann::json x = {{"gpu", g},
+                          {"dispatch_comm_blocks", plan_->gpu(g).comm_blocks},
+                          {"gather_rs_ctas", p_.gather_rs_ctas},
+                          {"polls", d.stats()["polls"]},
+                          {"dispatch_comm_sm_min", s.comm_sm_min},
+                          {"dispatch_comm_sm_max", s.comm_sm_max},
+                          {"gather_rs_sm_min", s.rs_sm_min},
+                          {"gather_rs_sm_max", s.rs_sm_max},
+                          {"gemm1_min_sm", s.gemm1_sm_min},
+                          {"gemm2_min_sm", s.gemm2_sm_min}};
+      if (s.first_gemm1_math) x["gemm1_first_math_ps"] = s.first_gemm1_math->ps();
+      if (cluster.phases(g).dispatch_end) x["dispatch_end_ps"] = cluster.phases(g).dispatch_end->ps();
+      per.push_back(x);
+    }
+    j["gpus"] = per;
+    j["remote_reads"] = remote_->reads();
+    return j;
+  }
+
+ private:
+  static constexpr uint64_t kCountBytes = 4;  // int32 per-expert counts (flux `splits`)
+  static constexpr uint64_t kFlagBytes = 8;   // one 64-bit flag store per peer (barrier)
+  static constexpr uint64_t kCombineCode = uint64_t{1} << 30;
+
+  struct Cursor {  // a persistent communication block's position in its job list
+    size_t job = 0;
+    uint32_t sub = 0;
+    uint32_t split = 0;
+  };
+  struct PerGpu {
+    gpu::Stream* comm = nullptr;
+    std::vector<Cursor> comm_cursor, rs_cursor;
+    std::vector<uint32_t> dispatch_arrived;  // bytes per dispatch-buffer row
+    std::vector<uint32_t> tile_rows_left;    // rows not yet in, per GEMM1 tile-row (for the flag's trace mark)
+    std::vector<int64_t> split_count;        // GEMM2 tiles counted per split (for the trace mark)
+    uint64_t dispatch_rows_left = 0;
+    std::unordered_map<uint64_t, uint32_t> combine_arrived;
+    uint64_t combine_rows_left = 0;
+    std::unordered_map<uint64_t, std::vector<float>> partial_in_flight;  // at the sender, by owner code
+    std::optional<Time> first_gemm1_math, last_gemm1_math, first_gemm2_math, last_gemm2_math;
+    int32_t comm_sm_min = INT32_MAX, comm_sm_max = -1, rs_sm_min = INT32_MAX, rs_sm_max = -1;
+    int32_t gemm1_sm_min = INT32_MAX, gemm2_sm_min = INT32_MAX;
+    // Functional buffers (empty in timing runs).
+    RowBuffer dispatch, act, inter, partials;
+  };
+
+  // ---------------------------------------------------------------- per-GPU program
+
+  void start_gpu(int g) {
+    Cluster& c = *c_;
+    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    const CometGpuPlan& pl = plan_->gpu(g);
+    gpu::Stream& st = c.stream(g);
+    s.comm = &c.gpu(g).create_stream("comet_comm");
+    s.dispatch_arrived.assign(pl.rows.size(), 0);
+    s.dispatch_rows_left = pl.rows.size();
+    s.tile_rows_left.assign(pl.tile_flags.size(), 0);
+    for (uint32_t t : pl.row_tile) ++s.tile_rows_left[t];
+    s.split_count.assign(plan_->splits(), 0);
+    s.combine_rows_left = pl.partials_expected;
+    if (FunctionalData* fd = c.functional()) {
+      const int64_t rows = static_cast<int64_t>(pl.rows.size());
+      s.dispatch = RowBuffer(fmt::format("comet dispatch gpu{}", g), rows, fd->hidden());
+      s.act = RowBuffer(fmt::format("comet act gpu{}", g), rows, fd->ffn());
+      s.inter = RowBuffer(fmt::format("comet inter_D gpu{}", g), rows, fd->hidden());
+      s.partials = RowBuffer(fmt::format("comet partials gpu{}", g),
+                             c.gpus() * c.workload().tokens().count(g), fd->hidden());
+    }
+    const int64_t tokens = c.workload().tokens().count(g);
+    k_->launch_routing(g, st, tokens);
+    const gpu::BlockShape small{static_cast<uint32_t>(c.config().integer("kernels.memory_block_threads"))};
+    c.launch(g, st, Activity::Communication, counts_->kernel(g, small));
+
+    if (p_.dispatch == CometParams::Dispatch::CopyEngineGets) {
+      // flux all_gather_all2all: own shard into the symmetric buffer, barrier, then one get per
+      // peer in ring order from the own rank on a copy stream, each followed by its flag write.
+      const gpu::EventId counted = c.gpu(g).create_event("counts exchanged");
+      c.host(g).record(st, counted);
+      c.host(g).wait(*s.comm, counted);
+      c.launch(g, *s.comm, Activity::Communication, barrier_gets_->kernel(g, small));
+      c.host(g).call([this, g] {
+        gpu_[static_cast<size_t>(g)].comm->callback([this, g] { start_gets(g); });
+      });
+      // calc_gather_index + ag_scatter_sort: index kernels over every routed row.
+      const uint64_t index_bytes = static_cast<uint64_t>(c.workload().routing().rows()) * 4 * 2;
+      c.launch(g, st, Activity::DataShuffle, k_->memory(g, "calc_gather_index", index_bytes));
+      c.launch(g, st, Activity::DataShuffle, k_->memory(g, "ag_scatter_sort", index_bytes));
+    }
+    // D2H of the per-(source, local expert) counts and the row total, stream sync, host layout.
+    const uint64_t d2h = (static_cast<uint64_t>(c.gpus()) * pl.experts.size() + 1) * kCountBytes;
+    c.host_sync(g, st, d2h, p_.layout_host_time, [this, g] { after_layout(g); });
+  }
+
+  void after_layout(int g) {
+    Cluster& c = *c_;
+    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    const CometGpuPlan& pl = plan_->gpu(g);
+    gpu::Stream& st = c.stream(g);
+    host_to_device_copy(c, g, st, "H2D comet layout", pl.plan_bytes);
+    if (p_.dispatch == CometParams::Dispatch::CommBlocks && !pl.jobs.empty()) {
+      const gpu::EventId planned = c.gpu(g).create_event("layout on device");
+      c.host(g).record(st, planned);
+      c.host(g).wait(*s.comm, planned);
+      c.launch(g, *s.comm, Activity::Communication, dispatch_comm_kernel(g));
+    }
+    if (!pl.experts.empty()) {
+      gpu::KernelSpec g1 = gemm1_kernel(g);
+      c.launch(g, st, Activity::Polling, std::move(g1));
+      c.launch(g, st, Activity::ExpertCompute, k_->activation(g, pl.rows.size()));
+    }
+    // Layer1 host side: E_l x SPLITS problems, argument arrays to the device, index filter,
+    // zeroed output buffer, barrier; then GEMM2 beside the gather-RS blocks.
+    c.host(g).work(p_.gather_rs_host_time);
+    const uint64_t args = static_cast<uint64_t>(pl.experts.size()) * static_cast<uint64_t>(p_.column_splits) * kProblemBytes;
+    host_to_device_copy(c, g, st, "H2D gather_rs problems", args);
+    host_to_device_copy(c, g, st, "H2D gather_rs pointers", args);
+    const uint64_t routed = static_cast<uint64_t>(c.workload().routing().rows());
+    c.launch(g, st, Activity::DataShuffle, k_->memory(g, "ep_index_filter", routed * 4 * 2));
+    const uint64_t out_bytes = static_cast<uint64_t>(c.gpus()) * static_cast<uint64_t>(c.workload().tokens().count(g)) *
+                               c.model().row_bytes();
+    c.launch(g, st, Activity::DataShuffle, k_->memory(g, "output_buffer_zero", out_bytes));
+    const gpu::BlockShape small{static_cast<uint32_t>(c.config().integer("kernels.memory_block_threads"))};
+    c.launch(g, st, Activity::Communication, barrier1_->kernel(g, small));
+    const gpu::EventId ready = c.gpu(g).create_event("layer1 barrier");
+    c.host(g).record(st, ready);
+    c.host(g).wait(*s.comm, ready);
+    c.launch(g, *s.comm, Activity::Communication, gather_rs_kernel(g));
+    const gpu::EventId rs_done = c.gpu(g).create_event("gather_rs done");
+    c.host(g).record(*s.comm, rs_done);
+    if (!pl.experts.empty()) c.launch(g, st, Activity::Polling, gemm2_kernel(g));
+    c.host(g).wait(st, rs_done);
+    c.launch(g, st, Activity::Communication,
+             barrier_end_->kernel(g, small, std::make_pair(pl.combine_signal, static_cast<int64_t>(pl.partials_expected * c.model().row_bytes()))));
+    const uint64_t tokens = static_cast<uint64_t>(c.workload().tokens().count(g));
+    gpu::KernelSpec sum = k_->memory(g, "combine_sum", (static_cast<uint64_t>(c.gpus()) + 1) * tokens * c.model().row_bytes());
+    sum.on_done = [this, g] {
+      functional_outputs(g);
+      c_->layer_done(g);
+    };
+    c.launch(g, st, Activity::Scaling, std::move(sum));
+  }
+
+  // A flag reaching its threshold, on the GPU's "flags" timeline track.
+  void mark_flag(int g, const std::string& what) {
+    if (TraceRecorder* t = c_->trace()) t->instant(g, t->track(g, "flags"), what, "flag", c_->sim().now());
+  }
+
+  // ---------------------------------------------------------------- layer0: copy-engine gets
+
+  void start_gets(int g) {
+    Cluster& c = *c_;
+    c.phases(g).dispatch_start = c.sim().now();
+    get_next(g, 0);
+  }
+
+  // One get at a time on the copy stream (stream order), own rank first.
+  void get_next(int g, int j) {
+    Cluster& c = *c_;
+    if (j >= c.gpus()) return;
+    const int src = (g + j) % c.gpus();
+    const uint64_t bytes = static_cast<uint64_t>(c.workload().tokens().count(src)) * c.model().row_bytes();
+    remote_->read(g, src, bytes, [this, g, j, src] {
+      const CometGpuPlan& pl = plan_->gpu(g);
+      for (uint64_t pos : pl.rows_from_source[static_cast<size_t>(src)]) row_in(g, pos);
+      c_->gpu(g).signal_set(pl.source_flags[static_cast<size_t>(src)], 1);  // cuStreamWriteValue
+      mark_flag(g, fmt::format("barrier[{}] set", src));
+      get_next(g, j + 1);
+    });
+  }
+
+  // ---------------------------------------------------------------- layer0: comm blocks
+
+  gpu::KernelSpec dispatch_comm_kernel(int g) {
+    Cluster& c = *c_;
+    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    const CometGpuPlan& pl = plan_->gpu(g);
+    const uint32_t nc = pl.comm_blocks;
+    s.comm_cursor.assign(nc, Cursor{});
+    gpu::KernelSpec spec;
+    spec.name = "comet_dispatch_comm";
+    spec.blocks = nc;
+    spec.shape = plan_->fused_shape();
+    spec.sms = gpu::SmRange{0, nc};
+    const uint64_t rb = c.model().row_bytes();
+    spec.program = std::make_shared<gpu::FunctionProgram>([this, g, nc, rb](gpu::BlockState& b) -> Step {
+      PerGpu& s = gpu_[static_cast<size_t>(g)];
+      const CometGpuPlan& pl = plan_->gpu(g);
+      if (b.step == 0) return Step::compute(Time::zero());  // fetched before dispatch: no side effects here
+      Cursor& cur = s.comm_cursor[b.block];
+      const size_t idx = static_cast<size_t>(b.block) + cur.job * nc;
+      if (idx >= pl.jobs.size()) return Step::done();
+      const CometJob& job = pl.jobs[idx];
+      if (cur.sub == 0) {
+        cur.sub = 1;
+        // Local rows are copied (read + write); remote rows are read, then stored to the peer.
+        return Step::memory(job.dst == g ? 2 * rb : rb);
+      }
+      cur.sub = 0;
+      ++cur.job;
+      s.comm_sm_min = std::min(s.comm_sm_min, b.sm);
+      s.comm_sm_max = std::max(s.comm_sm_max, b.sm);
+      if (!c_->phases(g).dispatch_start) c_->phases(g).dispatch_start = c_->sim().now();
+      const CometGpuPlan& dp = plan_->gpu(job.dst);
+      const gpu::SignalId flag = dp.tile_flags[dp.row_tile[job.pos]];
+      if (job.dst == g) {
+        row_in(g, job.pos);
+        return Step::signal_add(flag, static_cast<int64_t>(rb));
+      }
+      return Step::store(static_cast<uint32_t>(job.dst), rb, RemoteMemory::tag(flag, job.pos));
+    });
+    return spec;
+  }
+
+  void write_arrived(int g, uint64_t code, uint64_t bytes) {
+    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    const uint64_t rb = c_->model().row_bytes();
+    if (code < kCombineCode) {
+      if ((s.dispatch_arrived[code] += static_cast<uint32_t>(bytes)) == rb) row_in(g, code);
+      return;
+    }
+    if ((s.combine_arrived[code] += static_cast<uint32_t>(bytes)) == rb) partial_in(g, code);
+  }
+
+  // A dispatch row is complete in GPU g's buffer.
+  void row_in(int g, uint64_t pos) {
+    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    const CometGpuPlan& pl = plan_->gpu(g);
+    if (FunctionalData* fd = c_->functional()) s.dispatch.write(static_cast<int64_t>(pos), fd->input_row(pl.rows[pos].token));
+    if (--s.tile_rows_left[pl.row_tile[pos]] == 0 && p_.dispatch == CometParams::Dispatch::CommBlocks) {
+      mark_flag(g, fmt::format("tile flag {} complete", pl.row_tile[pos]));
+    }
+    if (--s.dispatch_rows_left == 0) c_->phases(g).dispatch_end = c_->sim().now();
+  }
+
+  // ---------------------------------------------------------------- GEMM1: polling tiles
+
+  gpu::KernelSpec gemm1_kernel(int g) {
+    const CometGpuPlan& pl = plan_->gpu(g);
+    gpu::KernelSpec spec;
+    spec.name = "comet_gemm1";
+    spec.blocks = static_cast<uint32_t>(pl.gemm1_order.size());
+    spec.shape = plan_->fused_shape();
+    if (p_.dispatch == CometParams::Dispatch::CommBlocks) spec.sms = gpu::SmRange{pl.comm_blocks, 0};
+    spec.on_done = [this, g] {
+      Cluster& c = *c_;
+      PerGpu& s = gpu_[static_cast<size_t>(g)];
+      c.phases(g).gemm1_end = c.sim().now();
+      if (s.first_gemm1_math) c.log(g, Activity::ExpertCompute, *s.first_gemm1_math, *s.last_gemm1_math);
+    };
+    const bool per_tile = p_.dispatch == CometParams::Dispatch::CommBlocks;
+    spec.program = std::make_shared<gpu::FunctionProgram>([this, g, per_tile](gpu::BlockState& b) -> Step {
+      const CometGpuPlan& pl = plan_->gpu(g);
+      const gpu::GemmTile t = pl.gemm1->tile(pl.gemm1_order[b.block]);
+      const uint32_t tile_row = pl.tile_row_base[t.group] + static_cast<uint32_t>(t.tile_row);
+      // Waits: one per-tile flag (its rows' bytes), or one flag per source rank it needs.
+      const uint32_t waits = per_tile ? 1 : pl.tile_max_distance[tile_row] + 1;
+      if (b.step < waits) {
+        if (per_tile) return Step::wait(pl.tile_flags[tile_row], static_cast<int64_t>(pl.tile_bytes[tile_row]), WaitMode::Poll);
+        const int src = (g + static_cast<int>(b.step)) % c_->gpus();
+        return Step::wait(pl.source_flags[static_cast<size_t>(src)], 1, WaitMode::Poll);
+      }
+      if (b.step == waits) {
+        gemm1_math(g, t, tile_row, b.sm);
+        return Step::compute_memory(t.compute, t.hbm_bytes);
+      }
+      PerGpu& s = gpu_[static_cast<size_t>(g)];
+      s.last_gemm1_math = c_->sim().now();
+      return Step::done();
+    });
+    return spec;
+  }
+
+  void gemm1_math(int g, const gpu::GemmTile& t, uint32_t tile_row, int32_t sm) {
+    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    if (!s.first_gemm1_math) s.first_gemm1_math = c_->sim().now();
+    s.gemm1_sm_min = std::min(s.gemm1_sm_min, sm);
+    FunctionalData* fd = c_->functional();
+    if (!fd || t.tile_col != 0) return;
+    const CometGpuPlan& pl = plan_->gpu(g);
+    const uint64_t first = pl.tile_first_row[tile_row];
+    std::vector<float> act(static_cast<size_t>(fd->ffn()));
+    for (uint64_t r = first; r < first + t.rows; ++r) {
+      fd->layer().expert_hidden(pl.experts[t.group], s.dispatch.read(static_cast<int64_t>(r), *fd), act.data());
+      s.act.write(static_cast<int64_t>(r), act.data());
+    }
+  }
+
+  // ---------------------------------------------------------------- GEMM2 and gather-RS
+
+  gpu::KernelSpec gemm2_kernel(int g) {
+    const CometGpuPlan& pl = plan_->gpu(g);
+    gpu::KernelSpec spec;
+    spec.name = "comet_gemm2";
+    spec.blocks = static_cast<uint32_t>(pl.gemm2_order.size());
+    spec.shape = plan_->fused_shape();
+    spec.sms = gpu::SmRange{static_cast<uint32_t>(p_.gather_rs_ctas), 0};
+    spec.on_done = [this, g] {
+      PerGpu& s = gpu_[static_cast<size_t>(g)];
+      if (s.first_gemm2_math) c_->log(g, Activity::ExpertCompute, *s.first_gemm2_math, *s.last_gemm2_math);
+    };
+    spec.program = std::make_shared<gpu::FunctionProgram>([this, g](gpu::BlockState& b) -> Step {
+      const CometGpuPlan& pl = plan_->gpu(g);
+      PerGpu& s = gpu_[static_cast<size_t>(g)];
+      if (b.step == 0) return Step::compute(Time::zero());  // fetched before dispatch: no side effects here
+      const gpu::GemmTile t = pl.gemm2->tile(pl.gemm2_order[b.block]);
+      if (b.step == 1) {
+        if (!s.first_gemm2_math) s.first_gemm2_math = c_->sim().now();
+        s.gemm2_sm_min = std::min(s.gemm2_sm_min, b.sm);
+        gemm2_math(g, t);
+        return Step::compute_memory(t.compute, t.hbm_bytes);
+      }
+      // Epilogue: count the tile into every column split it overlaps.
+      const auto [first, last] = plan_->splits_of(t);
+      const uint32_t split = first + (b.step - 2);
+      if (split <= last) {
+        if (++s.split_count[split] == pl.split_tiles[split]) mark_flag(g, fmt::format("split flag {} complete", split));
+        return Step::signal_add(pl.split_flags[split], 1);
+      }
+      s.last_gemm2_math = c_->sim().now();
+      return Step::done();
+    });
+    return spec;
+  }
+
+  void gemm2_math(int g, const gpu::GemmTile& t) {
+    FunctionalData* fd = c_->functional();
+    if (!fd || t.tile_col != 0) return;
+    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    const CometGpuPlan& pl = plan_->gpu(g);
+    const uint64_t first = pl.tile_first_row[pl.tile_row_base[t.group] + t.tile_row];
+    std::vector<float> y(static_cast<size_t>(fd->hidden()));
+    for (uint64_t r = first; r < first + t.rows; ++r) {
+      fd->layer().expert_output(pl.experts[t.group], s.act.read(static_cast<int64_t>(r), *fd), y.data());
+      s.inter.write(static_cast<int64_t>(r), y.data());
+    }
+  }
+
+  gpu::KernelSpec gather_rs_kernel(int g) {
+    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    const uint32_t n = static_cast<uint32_t>(p_.gather_rs_ctas);
+    s.rs_cursor.assign(n, Cursor{});
+    gpu::KernelSpec spec;
+    spec.name = "comet_gather_rs";
+    spec.blocks = n;
+    spec.shape = plan_->fused_shape();
+    spec.sms = gpu::SmRange{0, n};
+    spec.program = std::make_shared<gpu::FunctionProgram>([this, g, n](gpu::BlockState& b) -> Step {
+      PerGpu& s = gpu_[static_cast<size_t>(g)];
+      const CometGpuPlan& pl = plan_->gpu(g);
+      if (b.step == 0) return Step::compute(Time::zero());  // fetched before dispatch: no side effects here
+      Cursor& cur = s.rs_cursor[b.block];
+      const uint64_t eb = static_cast<uint64_t>(c_->model().dtype_bytes);
+      for (;;) {
+        if (cur.split >= plan_->splits()) return Step::done();
+        if (cur.sub == 0) {  // wait for the split's GEMM2 tiles
+          cur.sub = 1;
+          cur.job = 0;
+          if (!pl.experts.empty()) return Step::wait(pl.split_flags[cur.split], pl.split_tiles[cur.split], WaitMode::Poll);
+        }
+        const size_t idx = static_cast<size_t>(b.block) + cur.job * n;
+        if (idx >= pl.combine_tokens.size()) {
+          ++cur.split;
+          cur.sub = 0;
+          continue;
+        }
+        const CometCombineToken& tok = pl.combine_tokens[idx];
+        const uint64_t bytes = plan_->split_cols(cur.split) * eb;
+        if (cur.sub == 1) {  // read the token's local rows of this split
+          cur.sub = 2;
+          s.rs_sm_min = std::min(s.rs_sm_min, b.sm);
+          s.rs_sm_max = std::max(s.rs_sm_max, b.sm);
+          if (cur.split == 0 && !c_->phases(g).combine_start) c_->phases(g).combine_start = c_->sim().now();
+          return Step::memory(bytes * tok.rows.size() + (tok.owner == g ? bytes : 0));
+        }
+        cur.sub = 1;
+        ++cur.job;
+        const uint64_t code = kCombineCode + static_cast<uint64_t>(tok.token) * static_cast<uint64_t>(c_->gpus()) +
+                              static_cast<uint64_t>(g);
+        if (cur.split == 0) make_partial(g, tok, code);
+        const gpu::SignalId in = plan_->gpu(tok.owner).combine_signal;
+        if (tok.owner == g) {
+          if ((s.combine_arrived[code] += static_cast<uint32_t>(bytes)) == c_->model().row_bytes()) partial_in(g, code);
+          return Step::signal_add(in, static_cast<int64_t>(bytes));
+        }
+        return Step::store(static_cast<uint32_t>(tok.owner), bytes, RemoteMemory::tag(in, code));
+      }
+    });
+    return spec;
+  }
+
+  // The sender's weighted sum of the token's rows held here (functional mode).
+  void make_partial(int g, const CometCombineToken& tok, uint64_t code) {
+    FunctionalData* fd = c_->functional();
+    if (!fd) return;
+    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    std::vector<float> sum(static_cast<size_t>(fd->hidden()), 0.0f);
+    for (const auto& [pos, weight] : tok.rows) {
+      const float* y = s.inter.read(static_cast<int64_t>(pos), *fd);
+      for (size_t c = 0; c < sum.size(); ++c) sum[c] += weight * y[c];
+    }
+    gpu_[static_cast<size_t>(tok.owner)].partial_in_flight[code] = std::move(sum);
+  }
+
+  // Every column split of one partial has landed in its owner's buffer.
+  void partial_in(int owner, uint64_t code) {
+    PerGpu& s = gpu_[static_cast<size_t>(owner)];
+    if (FunctionalData* fd = c_->functional()) {
+      const uint64_t rel = code - kCombineCode;
+      const int64_t token = static_cast<int64_t>(rel / static_cast<uint64_t>(c_->gpus()));
+      const int64_t src = static_cast<int64_t>(rel % static_cast<uint64_t>(c_->gpus()));
+      const int64_t local = token - c_->workload().tokens().begin(owner);
+      auto it = s.partial_in_flight.find(code);
+      if (it == s.partial_in_flight.end()) {
+        fd->fail(fmt::format("comet: partial of token {} from GPU {} arrived before it was computed", token, src));
+      } else {
+        s.partials.write(src * c_->workload().tokens().count(owner) + local, it->second.data());
+        s.partial_in_flight.erase(it);
+      }
+    }
+    if (--s.combine_rows_left == 0) c_->phases(owner).combine_end = c_->sim().now();
+  }
+
+  // The final sum over the world partials of GPU g's tokens.
+  void functional_outputs(int g) {
+    FunctionalData* fd = c_->functional();
+    if (!fd) return;
+    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    const Workload& w = c_->workload();
+    const int64_t count = w.tokens().count(g);
+    std::vector<float> out(static_cast<size_t>(fd->hidden()));
+    for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
+      std::fill(out.begin(), out.end(), 0.0f);
+      for (int src : plan_->sources_of_token(t)) {
+        const float* p = s.partials.read(src * count + (t - w.tokens().begin(g)), *fd);
+        for (size_t c = 0; c < out.size(); ++c) out[c] += p[c];
+      }
+      fd->set_output_row(t, out.data());
+    }
+  }
+
+  static constexpr uint64_t kProblemBytes = 64;  // one grouped-GEMM problem's arguments (sizes, pointers, strides)
+
+  CometParams p_;
+  Cluster* c_ = nullptr;
+  std::unique_ptr<SharedKernels> k_;
+  std::unique_ptr<RemoteMemory> remote_;
+  std::unique_ptr<CometPlan> plan_;
+  std::unique_ptr<StreamCollective> counts_, barrier1_, barrier_end_, barrier_gets_;
+  std::vector<PerGpu> gpu_;
+};
+
+void declare_comet_params(ParamRegistry& r) {
+  r.choice("systems.comet.dispatch", {"comm_blocks", "copy_engine_gets"},
+           "Layer0 data movement: specialised communication blocks pushing rows (paper) or copy-engine gets of whole "
+           "token shards (flux code)");
+  r.integer("systems.comet.comm_blocks", "Layer0 communication blocks (one per SM); 0: the adaptive rule (docs/systems.md)")
+      .at_least(0)
+      .in_unit("blocks");
+  r.integer("systems.comet.gather_rs_ctas", "Layer1 communication blocks doing the top-k reduce and scatter").at_least(1).in_unit("blocks");
+  r.integer("systems.comet.column_splits", "Layer1 GEMM2 column splits, each with its own flag").at_least(1).in_unit("splits");
+  r.time("systems.comet.layout_host_time", "Host work after the count sync: layout and tile schedule");
+  r.time("systems.comet.gather_rs_host_time", "Host work building layer1's grouped-GEMM problems and argument arrays");
+}
+
+}  // namespace
+
+SystemEntry comet_system_entry() {
+  return SystemEntry{"comet", "Comet (MLSys'25): tile-level overlap in fused kernels with communication blocks and flag polling",
+                     declare_comet_params,
+                     [](const Config& c) -> std::unique_ptr<MoeSystem> { return std::make_unique<CometSystem>(CometParams::from(c)); }};
+}
+
+}  // namespace moehub

@@ -1,0 +1,567 @@
+// `deepep`: DeepEP normal-mode intranode dispatch and combine (V1) as Megatron-Core's flex
+// token dispatcher uses them (docs/research/systems.md section 4; docs/systems.md). Per GPU:
+//   routing; the flex dispatcher's top-k metadata; get_dispatch_layout (comm stream);
+//   notify_dispatch (count stores into every peer + barriers); the host spins on the mapped
+//   received-token counter; the dispatch kernel (num_sms SMs, chunked stores into per-channel
+//   rings, receivers copy into recv_x); Megatron's permute to expert-major; GEMM1, weighted
+//   activation, GEMM2; unpermute back to DeepEP order (each received token's local expert rows
+//   summed); cached_notify_combine; the combine kernel (rows pushed back into the source's
+//   rings, reduced there into the layer output).
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "sim/error.h"
+#include "systems/deepep/deepep_kernels.h"
+#include "platform/megatron_permute.h"
+#include "platform/moe_system.h"
+#include "platform/shared_kernels.h"
+
+namespace moehub {
+namespace {
+
+namespace mp = megatron_permute;
+constexpr uint64_t kIntBytes = 4;  // int32 counts, offsets, source indices
+
+struct DeepEpParams {
+  uint32_t num_sms;
+  uint32_t kernel_threads;
+  uint32_t dispatch_chunk, dispatch_ring, combine_chunk, combine_ring;
+  uint32_t notify_threads, layout_threads, layout_experts_per_block, layout_ranks_per_block;
+  Time mapped_write_latency, host_poll_reaction, framework_op_cost;
+
+  static DeepEpParams from(const Config& c) {
+    auto u = [&](const char* k) { return static_cast<uint32_t>(c.integer(std::string("systems.deepep.") + k)); };
+    DeepEpParams p{u("num_sms"),
+                   u("kernel_threads"),
+                   u("dispatch_chunk_tokens"),
+                   u("dispatch_ring_tokens"),
+                   u("combine_chunk_tokens"),
+                   u("combine_ring_tokens"),
+                   u("notify_threads"),
+                   u("layout_threads"),
+                   u("layout_experts_per_block"),
+                   u("layout_ranks_per_block"),
+                   c.time("systems.deepep.mapped_write_latency"),
+                   c.time("systems.deepep.host_poll_reaction"),
+                   c.time("systems.deepep.framework_op_cost")};
+    if (p.num_sms % 2 != 0) throw UserError("systems.deepep.num_sms", "must be even (one sender and one receiver CTA per channel)");
+    if (p.dispatch_chunk > p.dispatch_ring) throw UserError("systems.deepep.dispatch_chunk_tokens", "exceeds the ring size");
+    if (p.combine_chunk > p.combine_ring) throw UserError("systems.deepep.combine_chunk_tokens", "exceeds the ring size");
+    return p;
+  }
+};
+
+void declare_deepep_params(ParamRegistry& r) {
+  r.integer("systems.deepep.num_sms", "SMs of the dispatch and combine kernels (Buffer.num_sms); even").at_least(2);
+  r.integer("systems.deepep.kernel_threads", "Threads per dispatch/combine CTA").at_least(32).at_most(1024);
+  r.integer("systems.deepep.dispatch_chunk_tokens", "Tokens a dispatch sender stores per step (nvl_send_chunk)").at_least(1);
+  r.integer("systems.deepep.dispatch_ring_tokens", "Dispatch ring slots per (channel, source) (nvl_recv_buffer)").at_least(1);
+  r.integer("systems.deepep.combine_chunk_tokens", "Tokens a combine sender stores per step").at_least(1);
+  r.integer("systems.deepep.combine_ring_tokens", "Combine ring slots per (channel, source)").at_least(1);
+  r.integer("systems.deepep.notify_threads", "Threads per notify_dispatch CTA").at_least(32).at_most(1024);
+  r.integer("systems.deepep.layout_threads", "Threads per get_dispatch_layout CTA").at_least(32).at_most(1024);
+  r.integer("systems.deepep.layout_experts_per_block", "Experts counted per get_dispatch_layout CTA").at_least(1);
+  r.integer("systems.deepep.layout_ranks_per_block", "Ranks counted per get_dispatch_layout CTA").at_least(1);
+  r.time("systems.deepep.mapped_write_latency", "PCIe latency of the GPU's store into host-mapped memory").at_least(0);
+  r.time("systems.deepep.host_poll_reaction", "Time for the spinning CPU to act on the mapped counter").at_least(0);
+  r.time("systems.deepep.framework_op_cost", "Host time of a PyTorch op beyond the raw kernel launch").at_least(0);
+}
+
+// Per GPU: what it sends (by channel and peer) and how its receive buffer is laid out.
+struct Plan {
+  int n = 0, channels = 0;
+  // send[src][c][dst]: src's tokens of channel c with at least one expert on dst, in order.
+  std::vector<std::vector<std::vector<std::vector<int64_t>>>> send;
+  // recv_first[dst][src][c]: recv_x row of the first token of (src, c) on dst
+  // (rank_prefix_matrix + channel_prefix_matrix).
+  std::vector<std::vector<std::vector<int64_t>>> recv_first;
+  std::vector<std::vector<int64_t>> recv_token;  // [dst][recv row] -> global token
+  std::vector<std::vector<int32_t>> lowest_rank;  // [src][local token] lowest rank holding one of its experts
+  ChannelCounts counts;
+};
+
+Plan make_plan(const Workload& w, int channels) {
+  Plan p;
+  p.n = static_cast<int>(w.tokens().gpus());
+  p.channels = channels;
+  const Routing& r = w.routing();
+  p.counts.gpus = p.n;
+  p.counts.channels = channels;
+  p.counts.tokens.assign(static_cast<size_t>(p.n * channels * p.n), 0);
+  p.send.assign(static_cast<size_t>(p.n), std::vector<std::vector<std::vector<int64_t>>>(
+                                              static_cast<size_t>(channels), std::vector<std::vector<int64_t>>(static_cast<size_t>(p.n))));
+  p.lowest_rank.resize(static_cast<size_t>(p.n));
+  for (int s = 0; s < p.n; ++s) {
+    const int64_t begin = w.tokens().begin(s), count = w.tokens().count(s);
+    // get_channel_task_range: ceil(T / channels) tokens per channel.
+    const int64_t per = (count + channels - 1) / channels;
+    for (int64_t i = 0; i < count; ++i) {
+      const int c = static_cast<int>(i / per);
+      std::vector<uint8_t> in_rank(static_cast<size_t>(p.n), 0);
+      for (int64_t j = 0; j < r.top_k(); ++j) in_rank[static_cast<size_t>(w.placement().gpu_of_expert(r.expert(begin + i, j)))] = 1;
+      int32_t lowest = -1;
+      for (int d = 0; d < p.n; ++d) {
+        if (!in_rank[static_cast<size_t>(d)]) continue;
+        if (lowest < 0) lowest = d;
+        p.send[static_cast<size_t>(s)][static_cast<size_t>(c)][static_cast<size_t>(d)].push_back(begin + i);
+        ++p.counts.at(s, c, d);
+      }
+      p.lowest_rank[static_cast<size_t>(s)].push_back(lowest);
+    }
+  }
+  p.recv_first.assign(static_cast<size_t>(p.n), std::vector<std::vector<int64_t>>(static_cast<size_t>(p.n),
+                                                                                  std::vector<int64_t>(static_cast<size_t>(channels))));
+  p.recv_token.resize(static_cast<size_t>(p.n));
+  for (int d = 0; d < p.n; ++d) {
+    int64_t row = 0;
+    for (int s = 0; s < p.n; ++s) {
+      for (int c = 0; c < channels; ++c) {
+        p.recv_first[static_cast<size_t>(d)][static_cast<size_t>(s)][static_cast<size_t>(c)] = row;
+        for (int64_t t : p.send[static_cast<size_t>(s)][static_cast<size_t>(c)][static_cast<size_t>(d)]) {
+          p.recv_token[static_cast<size_t>(d)].push_back(t);
+          ++row;
+        }
+      }
+    }
+  }
+  return p;
+}
+
+// Megatron's expert-major permutation of GPU g's received tokens.
+struct ExpertRows {
+  std::vector<int64_t> from;      // recv row of each permuted row
+  std::vector<int32_t> expert;    // its expert
+  std::vector<float> prob;        // its routing weight
+  std::vector<uint64_t> per_expert;
+};
+
+ExpertRows make_expert_rows(const Workload& w, const Plan& p, int g) {
+  ExpertRows x;
+  const Routing& r = w.routing();
+  const auto& tokens = p.recv_token[static_cast<size_t>(g)];
+  for (int32_t e : w.placement().local_experts(g)) {
+    uint64_t rows = 0;
+    for (size_t u = 0; u < tokens.size(); ++u) {
+      for (int32_t j = 0; j < r.top_k(); ++j) {
+        if (r.expert(tokens[u], j) != e) continue;
+        x.from.push_back(static_cast<int64_t>(u));
+        x.expert.push_back(e);
+        x.prob.push_back(r.weight(tokens[u], j));
+        ++rows;
+      }
+    }
+    x.per_expert.push_back(rows);
+  }
+  return x;
+}
+
+class DeepEpSystem final : public MoeSystem {
+ public:
+  explicit DeepEpSystem(DeepEpParams p) : p_(p) {}
+
+  // What the SM-issued path costs: polls by the spinning warp groups and stores to peers.
+  nlohmann::json stats(Cluster& cluster) override {
+    uint64_t polls = 0, stores = 0, store_bytes = 0, refusals = 0;
+    for (int g = 0; g < cluster.gpus(); ++g) {
+      const nlohmann::json s = cluster.gpu(g).stats();
+      polls += s["polls"].get<uint64_t>();
+      stores += s["stores"].get<uint64_t>();
+      store_bytes += s["store_bytes"].get<uint64_t>();
+      refusals += s["store_refusals"].get<uint64_t>();
+    }
+    return {{"polls", polls}, {"stores", stores}, {"store_bytes", store_bytes}, {"store_refusals", refusals}};
+  }
+
+  void start(Cluster& cluster) override {
+    c_ = &cluster;
+    const int n = cluster.gpus();
+    // DeepEP V1's intranode kernels connect at most 8 ranks (NUM_MAX_NVL_PEERS); beyond that the
+    // model extends the same mechanism over the larger NVLink domain (docs/systems.md).
+    k_ = std::make_unique<SharedKernels>(cluster);
+    const Workload& w = cluster.workload();
+    const uint64_t row = static_cast<uint64_t>(w.model().row_bytes());
+    const uint64_t topk = static_cast<uint64_t>(w.model().top_k());
+    plan_ = make_plan(w, static_cast<int>(p_.num_sms / 2));
+    for (int g = 0; g < n; ++g) experts_.push_back(make_expert_rows(w, plan_, g));
+    if (FunctionalData* fd = cluster.functional()) make_buffers(*fd);
+    gpus_.resize(static_cast<size_t>(n));
+    for (int g = 0; g < n; ++g) {
+      gpus_[static_cast<size_t>(g)].comm = &cluster.gpu(g).create_stream("deepep_comm");
+      notify_barrier_.push_back(cluster.gpu(g).create_signal("notify_dispatch barrier"));
+      combine_barrier_.push_back(cluster.gpu(g).create_signal("cached_notify_combine barrier"));
+    }
+
+    ChannelKernelConfig d;
+    d.name = "deepep_dispatch";
+    d.num_sms = p_.num_sms;
+    d.threads = p_.kernel_threads;
+    d.chunk_tokens = p_.dispatch_chunk;
+    d.ring_tokens = p_.dispatch_ring;
+    // x, then the source index (int32), top-k indices (int64) and weights (fp32).
+    d.token_bytes = row + kIntBytes + topk * (mp::kLongBytes + mp::kProbBytes);
+    d.row_bytes = row;
+    DeepEpChannelKernel::Hooks dh;
+    dh.recv_bytes = [this](int, int, int, int64_t, int64_t count) { return 2 * static_cast<uint64_t>(count) * dispatch_->token_bytes(); };
+    dh.on_chunk = [this](int g, int c, int s, int64_t first, int64_t count) { dispatch_chunk(g, c, s, first, count); };
+    dispatch_ = std::make_unique<Transfer>(cluster, d, plan_.counts, dh);
+
+    ChannelKernelConfig b = d;
+    b.name = "deepep_combine";
+    b.chunk_tokens = p_.combine_chunk;
+    b.ring_tokens = p_.combine_ring;
+    b.token_bytes = row + topk * mp::kProbBytes;  // the expert output row and the top-k weights
+    ChannelCounts back = plan_.counts;            // the expert side returns what it received
+    for (int s = 0; s < n; ++s) {
+      for (int c = 0; c < plan_.channels; ++c) {
+        for (int dd = 0; dd < n; ++dd) back.at(dd, c, s) = plan_.counts.at(s, c, dd);
+      }
+    }
+    DeepEpChannelKernel::Hooks bh;
+    // The receiver reads each contribution once and writes each token's sum once (charged to
+    // the group of the token's lowest contributing rank).
+    bh.recv_bytes = [this, row](int g, int c, int src, int64_t first, int64_t count) {
+      uint64_t writes = 0;
+      const auto& toks = plan_.send[static_cast<size_t>(g)][static_cast<size_t>(c)][static_cast<size_t>(src)];
+      const int64_t begin = c_->workload().tokens().begin(g);
+      for (int64_t i = first; i < first + count; ++i) {
+        if (plan_.lowest_rank[static_cast<size_t>(g)][static_cast<size_t>(toks[static_cast<size_t>(i)] - begin)] == src) ++writes;
+      }
+      return static_cast<uint64_t>(count) * combine_->token_bytes() + writes * row;
+    };
+    bh.on_chunk = [this](int g, int c, int src, int64_t first, int64_t count) { combine_chunk(g, c, src, first, count); };
+    combine_ = std::make_unique<Transfer>(cluster, b, back, bh);
+
+    for (int g = 0; g < n; ++g) issue_until_spin(g);
+  }
+
+ private:
+  // A channel kernel with its per-token store size at hand.
+  struct Transfer {
+    Transfer(Cluster& c, const ChannelKernelConfig& cfg, const ChannelCounts& counts, DeepEpChannelKernel::Hooks h)
+        : bytes(cfg.token_bytes), kernel(c, cfg, counts, std::move(h)) {}
+    uint64_t token_bytes() const { return bytes; }
+    uint64_t bytes;
+    DeepEpChannelKernel kernel;
+  };
+  struct PerGpu {
+    gpu::Stream* comm = nullptr;
+    bool host_waiting = false;
+    bool counter_visible = false;
+    Time host_reached;
+  };
+
+  void op(int g, gpu::Stream& s, Activity what, gpu::KernelSpec spec) {
+    c_->host(g).work(p_.framework_op_cost);
+    c_->launch(g, s, what, std::move(spec));
+  }
+  // `to` waits for everything issued on `from` so far (DeepEP's stream_wait).
+  void stream_wait(int g, gpu::Stream& to, gpu::Stream& from, const char* name) {
+    const gpu::EventId e = c_->gpu(g).create_event(name);
+    c_->host(g).record(from, e);
+    c_->host(g).wait(to, e);
+  }
+
+  void issue_until_spin(int g) {
+    Cluster& c = *c_;
+    const Workload& w = c.workload();
+    const uint64_t t = static_cast<uint64_t>(w.tokens().count(g));
+    const uint64_t e = static_cast<uint64_t>(w.model().experts());
+    const uint64_t k = static_cast<uint64_t>(w.model().top_k());
+    const uint64_t n = static_cast<uint64_t>(c.gpus());
+    gpu::Stream& s = c.stream(g);
+    gpu::Stream& comm = *gpus_[static_cast<size_t>(g)].comm;
+    if (FunctionalData* fd = c.functional()) {
+      for (int64_t tok = w.tokens().begin(g); tok < w.tokens().end(g); ++tok) {
+        x_[static_cast<size_t>(g)].write(tok - w.tokens().begin(g), fd->input_row(tok));
+      }
+    }
+    k_->launch_routing(g, s, static_cast<int64_t>(t));
+    // _DeepepManager.setup_metadata: torch.topk over the dense [T, E] probs.
+    op(g, s, Activity::DataShuffle, k_->memory(g, "flex_topk_metadata", t * e * mp::kProbBytes + t * k * (mp::kLongBytes + mp::kProbBytes)));
+
+    // get_dispatch_layout on the comm stream: per-rank and per-expert counts, is_token_in_rank.
+    stream_wait(g, comm, s, "layout after compute");
+    c.host(g).work(p_.framework_op_cost);
+    c.launch(g, comm, Activity::DataShuffle, layout_kernel(g));
+    stream_wait(g, s, comm, "compute after layout");
+
+    // intranode_dispatch: notify_dispatch, then the host spins on the mapped counter.
+    stream_wait(g, comm, s, "dispatch after compute");
+    c.host(g).work(p_.framework_op_cost);
+    const uint64_t el_max = max_local_experts();
+    NotifyConfig nc;
+    nc.name = "deepep_notify_dispatch";
+    nc.threads = p_.notify_threads;
+    nc.barriers_before_counts = 1;
+    for (int peer = 0; peer < c.gpus(); ++peer) {
+      // This rank's token count for the peer and its counts for each of the peer's experts.
+      nc.count_bytes_to_peer.push_back((1 + static_cast<uint64_t>(w.placement().local_experts(peer).size())) * kIntBytes);
+    }
+    nc.barriers_after_counts = 1;
+    nc.local_bytes = n * (n + el_max) * kIntBytes;  // read every rank's counts, prefix sums
+    nc.clean_bytes = static_cast<uint64_t>(plan_.channels) * n * 4 * kIntBytes;  // head, tail, start, end per queue
+    nc.final_barriers = 1;
+    nc.extra_blocks = static_cast<uint32_t>(n);  // channel_prefix_matrix, one CTA per destination rank
+    nc.extra_block_bytes = t * n + static_cast<uint64_t>(plan_.channels) * kIntBytes;
+    c.launch(g, comm, Activity::Communication,
+             deepep_notify_kernel(c, g, nc, notify_barrier_, [this, g] {
+               c_->sim().schedule_in(p_.mapped_write_latency, [this, g] { counter_visible(g); });
+             }));
+    c.host(g).call([this, g] { host_reaches_spin(g); });
+  }
+
+  uint64_t max_local_experts() const {
+    uint64_t m = 0;
+    for (int g = 0; g < c_->gpus(); ++g) m = std::max<uint64_t>(m, c_->workload().placement().local_experts(g).size());
+    return m;
+  }
+
+  gpu::KernelSpec layout_kernel(int g) {
+    const Workload& w = c_->workload();
+    const uint64_t t = static_cast<uint64_t>(w.tokens().count(g));
+    const uint64_t k = static_cast<uint64_t>(w.model().top_k());
+    const uint32_t e = static_cast<uint32_t>(w.model().experts());
+    const uint32_t n = static_cast<uint32_t>(c_->gpus());
+    const uint32_t expert_blocks = (e + p_.layout_experts_per_block - 1) / p_.layout_experts_per_block;
+    const uint32_t rank_blocks = (n + p_.layout_ranks_per_block - 1) / p_.layout_ranks_per_block;
+    gpu::KernelSpec spec;
+    spec.name = "deepep_get_dispatch_layout";
+    spec.blocks = expert_blocks + rank_blocks;
+    spec.shape.threads = p_.layout_threads;
+    // Every CTA scans all top-k indices; rank CTAs also write their columns of is_token_in_rank.
+    const uint64_t scan = t * k * mp::kLongBytes;
+    const uint64_t ranks_per = p_.layout_ranks_per_block;
+    spec.program = std::make_shared<gpu::FunctionProgram>([expert_blocks, scan, t, ranks_per](gpu::BlockState& b) {
+      if (b.step > 0) return gpu::Step::done();
+      return gpu::Step::memory(b.block < expert_blocks ? scan : scan + t * ranks_per);
+    });
+    return spec;
+  }
+
+  // ---- the host spin on the mapped counter ----
+  void host_reaches_spin(int g) {
+    PerGpu& x = gpus_[static_cast<size_t>(g)];
+    x.host_reached = c_->sim().now();
+    if (x.counter_visible) {
+      issue_after_spin(g);  // the first read already sees the count
+    } else {
+      x.host_waiting = true;
+    }
+  }
+  void counter_visible(int g) {
+    PerGpu& x = gpus_[static_cast<size_t>(g)];
+    x.counter_visible = true;
+    if (!x.host_waiting) return;
+    c_->sim().schedule_in(p_.host_poll_reaction, [this, g] {
+      c_->log(g, Activity::Synchronisation, gpus_[static_cast<size_t>(g)].host_reached, c_->sim().now());
+      issue_after_spin(g);
+    });
+  }
+
+  void issue_after_spin(int g) {
+    Cluster& c = *c_;
+    const Workload& w = c.workload();
+    const uint64_t row = static_cast<uint64_t>(w.model().row_bytes());
+    const uint64_t k = static_cast<uint64_t>(w.model().top_k());
+    gpu::Stream& s = c.stream(g);
+    gpu::Stream& comm = *gpus_[static_cast<size_t>(g)].comm;
+    const ExpertRows& ex = experts_[static_cast<size_t>(g)];
+    const uint64_t ru = plan_.recv_token[static_cast<size_t>(g)].size();  // tokens received
+    const uint64_t rows = ex.from.size();                                 // (token, local expert) rows
+    const uint64_t el = ex.per_expert.size();
+
+    // The dispatch kernel, sized by the count the host read.
+    auto id = std::make_shared<gpu::KernelId>();
+    gpu::KernelSpec disp = dispatch_->kernel.kernel(g);
+    disp.on_done = [this, g, id] {
+      c_->phases(g).dispatch_start = *c_->gpu(g).kernel_times(*id).started;
+      c_->phases(g).dispatch_end = c_->sim().now();
+    };
+    *id = c.launch(g, comm, Activity::Communication, std::move(disp));
+    stream_wait(g, s, comm, "compute after dispatch");
+
+    // get_permuted_hidden_states_by_experts: indices -> multihot, then the unfused permute.
+    op(g, s, Activity::DataShuffle,
+       k_->memory(g, "flex_indices_to_multihot", ru * k * (mp::kLongBytes + mp::kProbBytes) + ru * el * (mp::kMaskBytes + mp::kProbBytes)));
+    op(g, s, Activity::DataShuffle, k_->memory(g, "permute_argsort", mp::argsort_bytes(el, ru)));
+    op(g, s, Activity::DataShuffle, k_->memory(g, "permute_token_ids", mp::token_index_bytes(rows)));
+    op(g, s, Activity::DataShuffle, k_->memory(g, "permute_probs", mp::probs_gather_bytes(rows)));
+    gpu::KernelSpec gather = k_->permute(g, rows, "permute_rows");
+    gather.on_done = [this, g] { functional_permute(g); };
+    op(g, s, Activity::DataShuffle, std::move(gather));
+    if (!ex.per_expert.empty()) {
+      gpu::KernelSpec g1 = k_->gemm1_model(ex.per_expert).kernel("gemm1");
+      g1.on_done = [this, g] {
+        c_->phases(g).gemm1_end = c_->sim().now();
+        functional_gemm1(g);
+      };
+      op(g, s, Activity::ExpertCompute, std::move(g1));
+      gpu::KernelSpec act = k_->activation(g, rows);
+      act.on_done = [this, g] { functional_activation(g); };
+      op(g, s, Activity::ExpertCompute, std::move(act));
+      gpu::KernelSpec g2 = k_->gemm2_model(ex.per_expert).kernel("gemm2");
+      g2.on_done = [this, g] { functional_gemm2(g); };
+      op(g, s, Activity::ExpertCompute, std::move(g2));
+    }
+    // unpermute to DeepEP order: zeros, then scatter_add of each token's local expert rows.
+    op(g, s, Activity::DataShuffle, k_->memory(g, "unpermute_zeros", ru * row));
+    gpu::KernelSpec sum = k_->memory(g, "unpermute_scatter_add", rows * (row + mp::kLongBytes) + ru * row);
+    sum.on_done = [this, g] { functional_unpermute(g); };
+    op(g, s, Activity::Scaling, std::move(sum));
+
+    // intranode_combine: cached_notify_combine, then the combine kernel.
+    stream_wait(g, comm, s, "combine after compute");
+    c.host(g).work(p_.framework_op_cost);
+    const uint64_t n = static_cast<uint64_t>(c.gpus());
+    NotifyConfig nc;
+    nc.name = "deepep_cached_notify_combine";
+    nc.threads = p_.notify_threads;
+    nc.barriers_before_counts = 1;
+    nc.barriers_after_counts = 0;
+    nc.clean_bytes = static_cast<uint64_t>(plan_.channels) * n * 4 * kIntBytes;
+    nc.final_barriers = 1;
+    nc.extra_blocks = static_cast<uint32_t>(plan_.channels);  // head fix-up per channel
+    nc.extra_block_bytes = n * 2 * kIntBytes;
+    c.launch(g, comm, Activity::Communication, deepep_notify_kernel(c, g, nc, combine_barrier_, nullptr));
+    auto cid = std::make_shared<gpu::KernelId>();
+    gpu::KernelSpec comb = combine_->kernel.kernel(g);
+    comb.on_done = [this, g, cid] {
+      c_->phases(g).combine_start = *c_->gpu(g).kernel_times(*cid).started;
+      c_->phases(g).combine_end = c_->sim().now();
+      functional_output(g);
+      c_->layer_done(g);
+    };
+    *cid = c.launch(g, comm, Activity::Communication, std::move(comb));
+  }
+
+  // ---- functional mode ----
+  void make_buffers(const FunctionalData& fd) {
+    const Workload& w = c_->workload();
+    const int64_t h = fd.hidden(), f = fd.ffn();
+    for (int g = 0; g < c_->gpus(); ++g) {
+      const int64_t ru = static_cast<int64_t>(plan_.recv_token[static_cast<size_t>(g)].size());
+      const int64_t rows = static_cast<int64_t>(experts_[static_cast<size_t>(g)].from.size());
+      x_.emplace_back("x", w.tokens().count(g), h);
+      recv_x_.emplace_back("recv_x", ru, h);
+      permuted_.emplace_back("permuted_tokens", rows, h);
+      act_.emplace_back("fc1_activation", rows, f);
+      y_.emplace_back("expert_output", rows, h);
+      local_sum_.emplace_back("unpermuted_output", ru, h);
+      out_.emplace_back(static_cast<size_t>(w.tokens().count(g) * h), 0.0f);
+    }
+  }
+
+  // A dispatch receiver group of GPU g copied tokens [first, first + count) of (channel c, src)
+  // from its ring into recv_x at rank_prefix + channel_prefix + index.
+  void dispatch_chunk(int g, int c, int src, int64_t first, int64_t count) {
+    FunctionalData* fd = c_->functional();
+    if (!fd) return;
+    const auto& toks = plan_.send[static_cast<size_t>(src)][static_cast<size_t>(c)][static_cast<size_t>(g)];
+    const int64_t base = plan_.recv_first[static_cast<size_t>(g)][static_cast<size_t>(src)][static_cast<size_t>(c)];
+    const int64_t src_begin = c_->workload().tokens().begin(src);
+    for (int64_t i = first; i < first + count; ++i) {
+      recv_x_[static_cast<size_t>(g)].write(base + i, x_[static_cast<size_t>(src)].read(toks[static_cast<size_t>(i)] - src_begin, *fd));
+    }
+  }
+  // A combine receiver group of GPU g (the tokens' owner) took tokens [first, first + count)
+  // of (channel c) back from expert rank `src`, read from src's recv_x-ordered sums.
+  void combine_chunk(int g, int c, int src, int64_t first, int64_t count) {
+    FunctionalData* fd = c_->functional();
+    if (!fd) return;
+    const auto& toks = plan_.send[static_cast<size_t>(g)][static_cast<size_t>(c)][static_cast<size_t>(src)];
+    const int64_t base = plan_.recv_first[static_cast<size_t>(src)][static_cast<size_t>(g)][static_cast<size_t>(c)];
+    const int64_t h = fd->hidden(), begin = c_->workload().tokens().begin(g);
+    for (int64_t i = first; i < first + count; ++i) {
+      const float* row = local_sum_[static_cast<size_t>(src)].read(base + i, *fd);
+      float* o = out_[static_cast<size_t>(g)].data() + (toks[static_cast<size_t>(i)] - begin) * h;
+      for (int64_t j = 0; j < h; ++j) o[j] += row[j];
+    }
+  }
+  void functional_permute(int g) {
+    FunctionalData* fd = c_->functional();
+    if (!fd) return;
+    const ExpertRows& ex = experts_[static_cast<size_t>(g)];
+    for (size_t j = 0; j < ex.from.size(); ++j) {
+      permuted_[static_cast<size_t>(g)].write(static_cast<int64_t>(j), recv_x_[static_cast<size_t>(g)].read(ex.from[j], *fd));
+    }
+  }
+  void functional_gemm1(int g) {
+    FunctionalData* fd = c_->functional();
+    if (!fd) return;
+    const ExpertRows& ex = experts_[static_cast<size_t>(g)];
+    std::vector<float> a(static_cast<size_t>(fd->ffn()));
+    for (size_t j = 0; j < ex.from.size(); ++j) {
+      fd->layer().expert_hidden(ex.expert[j], permuted_[static_cast<size_t>(g)].read(static_cast<int64_t>(j), *fd), a.data());
+      act_[static_cast<size_t>(g)].write(static_cast<int64_t>(j), a.data());
+    }
+  }
+  void functional_activation(int g) {
+    FunctionalData* fd = c_->functional();
+    if (!fd) return;
+    const ExpertRows& ex = experts_[static_cast<size_t>(g)];
+    std::vector<float> a(static_cast<size_t>(fd->ffn()));
+    for (size_t j = 0; j < ex.from.size(); ++j) {
+      const float* in = act_[static_cast<size_t>(g)].read(static_cast<int64_t>(j), *fd);
+      for (size_t i = 0; i < a.size(); ++i) a[i] = in[i] * ex.prob[j];
+      act_[static_cast<size_t>(g)].write(static_cast<int64_t>(j), a.data());
+    }
+  }
+  void functional_gemm2(int g) {
+    FunctionalData* fd = c_->functional();
+    if (!fd) return;
+    const ExpertRows& ex = experts_[static_cast<size_t>(g)];
+    std::vector<float> y(static_cast<size_t>(fd->hidden()));
+    for (size_t j = 0; j < ex.from.size(); ++j) {
+      fd->layer().expert_output(ex.expert[j], act_[static_cast<size_t>(g)].read(static_cast<int64_t>(j), *fd), y.data());
+      y_[static_cast<size_t>(g)].write(static_cast<int64_t>(j), y.data());
+    }
+  }
+  void functional_unpermute(int g) {
+    FunctionalData* fd = c_->functional();
+    if (!fd) return;
+    const ExpertRows& ex = experts_[static_cast<size_t>(g)];
+    const int64_t h = fd->hidden();
+    const int64_t ru = local_sum_[static_cast<size_t>(g)].rows();
+    std::vector<float> sums(static_cast<size_t>(ru * h), 0.0f);
+    for (size_t j = 0; j < ex.from.size(); ++j) {
+      const float* y = y_[static_cast<size_t>(g)].read(static_cast<int64_t>(j), *fd);
+      for (int64_t i = 0; i < h; ++i) sums[static_cast<size_t>(ex.from[j] * h + i)] += y[i];
+    }
+    for (int64_t u = 0; u < ru; ++u) local_sum_[static_cast<size_t>(g)].write(u, sums.data() + u * h);
+  }
+  void functional_output(int g) {
+    FunctionalData* fd = c_->functional();
+    if (!fd) return;
+    const Workload& w = c_->workload();
+    for (int64_t t = 0; t < w.tokens().count(g); ++t) {
+      fd->set_output_row(w.tokens().begin(g) + t, out_[static_cast<size_t>(g)].data() + t * fd->hidden());
+    }
+  }
+
+  DeepEpParams p_;
+  Cluster* c_ = nullptr;
+  std::unique_ptr<SharedKernels> k_;
+  Plan plan_;
+  std::vector<ExpertRows> experts_;
+  std::vector<PerGpu> gpus_;
+  std::vector<gpu::SignalId> notify_barrier_, combine_barrier_;
+  std::unique_ptr<Transfer> dispatch_, combine_;
+  std::vector<RowBuffer> x_, recv_x_, permuted_, act_, y_, local_sum_;
+  std::vector<std::vector<float>> out_;
+};
+
+}  // namespace
+
+SystemEntry deepep_system_entry() {
+  return SystemEntry{"deepep",
+                     "DeepEP normal-mode intranode dispatch/combine (SM-issued NVLink stores on a fixed SM budget) "
+                     "under Megatron's flex dispatcher",
+                     declare_deepep_params,
+                     [](const Config& c) -> std::unique_ptr<MoeSystem> {
+                       return std::make_unique<DeepEpSystem>(DeepEpParams::from(c));
+                     }};
+}
+
+}  // namespace moehub

@@ -1,0 +1,72 @@
+// `ideal` (paper II-C): routing, expert computation and scaling only, as if dispatch and
+// combine were free and instantaneous. Each GPU routes its own tokens, runs its local experts
+// on the rows they receive under expert parallelism (so expert weight traffic and tile counts
+// match the real systems), and scales its own tokens. No communication, no synchronisation,
+// no extra launches.
+
+#include <memory>
+
+#include "platform/moe_system.h"
+#include "platform/shared_kernels.h"
+
+namespace moehub {
+namespace {
+
+class IdealSystem final : public MoeSystem {
+ public:
+  void start(Cluster& cluster) override {
+    SharedKernels k(cluster);
+    for (int g = 0; g < cluster.gpus(); ++g) {
+      gpu::Stream& s = cluster.stream(g);
+      const int64_t tokens = cluster.workload().tokens().count(g);
+      k.launch_routing(g, s, tokens);
+      const std::vector<uint64_t> rows = k.local_expert_rows(g);
+      uint64_t total = 0;
+      for (uint64_t r : rows) total += r;
+      if (!rows.empty()) {  // an explicit expert map may leave a GPU without experts
+        gpu::KernelSpec g1 = k.gemm1_model(rows).kernel("gemm1");
+        g1.on_done = [&cluster, g] { cluster.phases(g).gemm1_end = cluster.sim().now(); };
+        cluster.launch(g, s, Activity::ExpertCompute, std::move(g1));
+        cluster.launch(g, s, Activity::ExpertCompute, k.activation(g, total));
+        cluster.launch(g, s, Activity::ExpertCompute, k.gemm2_model(rows).kernel("gemm2"));
+      }
+      gpu::KernelSpec sc = k.scaling(g, static_cast<uint64_t>(tokens));
+      sc.on_done = [&cluster, g] {
+        functional_outputs(cluster, g);
+        cluster.layer_done(g);
+      };
+      cluster.launch(g, s, Activity::Scaling, std::move(sc));
+    }
+  }
+
+ private:
+  // The ideal layer has every input row where its expert runs; its output is the reference
+  // computed through the two expert GEMM steps for GPU g's tokens.
+  static void functional_outputs(Cluster& cluster, int g) {
+    FunctionalData* fd = cluster.functional();
+    if (!fd) return;
+    const Workload& w = cluster.workload();
+    const int64_t h = fd->hidden();
+    std::vector<float> act(static_cast<size_t>(fd->ffn())), y(static_cast<size_t>(h)), out(static_cast<size_t>(h));
+    for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
+      std::fill(out.begin(), out.end(), 0.0f);
+      for (int64_t j = 0; j < w.routing().top_k(); ++j) {
+        const int64_t e = w.routing().expert(t, j);
+        fd->layer().expert_hidden(e, fd->input_row(t), act.data());
+        fd->layer().expert_output(e, act.data(), y.data());
+        const float wt = w.routing().weight(t, j);
+        for (int64_t c = 0; c < h; ++c) out[static_cast<size_t>(c)] += wt * y[static_cast<size_t>(c)];
+      }
+      fd->set_output_row(t, out.data());
+    }
+  }
+};
+
+}  // namespace
+
+SystemEntry ideal_system_entry() {
+  return SystemEntry{"ideal", "Routing, expert computation and scaling on local tokens only (paper II-C)", nullptr,
+                     [](const Config&) -> std::unique_ptr<MoeSystem> { return std::make_unique<IdealSystem>(); }};
+}
+
+}  // namespace moehub

@@ -1,0 +1,444 @@
+// `megatron-te`: Megatron-Core's MoEAlltoAllTokenDispatcher (dropless, unfused permutes) with
+// Transformer Engine grouped GEMM experts, no overlap, every step a launch on the compute
+// stream (docs/research/systems.md section 1; docs/systems.md). Per GPU:
+//   routing; per-expert counts (routing_map.sum(0)); NCCL all-gather of the [E] counts; split
+//   sizes; D2H copies of the split sizes on a side stream; permutation 1 (argsort, token ids,
+//   probs gather, row gather); host blocks on the copies; NCCL all-to-all of the rows and of
+//   the probs with those splits; sort_chunks_by_idxs (source-major -> expert-major, rows and
+//   probs); GEMM1, activation (probs applied here, as the fused weighted SwiGLU of the current
+//   code does), GEMM2; unsort; NCCL all-to-all back; unpermute (zeros + scatter_add, a pure sum
+//   of each token's k rows).
+
+#include <memory>
+#include <vector>
+
+#include "gpu/host.h"
+#include "platform/megatron_permute.h"
+#include "platform/moe_system.h"
+#include "platform/nccl_group_call.h"
+#include "platform/nccl_ring_all_gather.h"
+#include "platform/shared_kernels.h"
+
+namespace moehub {
+namespace {
+
+namespace mp = megatron_permute;
+
+struct MegatronParams {
+  Time framework_op_cost;
+  Time nccl_group_host_cost;
+  NcclKernelShape nccl;
+  static MegatronParams from(const Config& c) {
+    MegatronParams p{c.time("systems.megatron-te.framework_op_cost"), c.time("systems.megatron-te.nccl_group_host_cost"), {}};
+    p.nccl.threads = static_cast<uint32_t>(c.integer("systems.megatron-te.nccl_cta_threads"));
+    return p;
+  }
+};
+
+void declare_megatron_params(ParamRegistry& r) {
+  r.time("systems.megatron-te.framework_op_cost",
+         "Host time of a PyTorch eager op beyond the raw kernel launch (host.issue_cost)")
+      .at_least(0);
+  r.time("systems.megatron-te.nccl_group_host_cost",
+         "Host time of an NCCL group call (all_to_all_single / all_gather) beyond its kernel launch")
+      .at_least(0);
+  r.integer("systems.megatron-te.nccl_cta_threads", "Threads per NCCL CTA").at_least(32).at_most(1024);
+}
+
+// Where GPU g's rows sit in each buffer of the dispatcher, as its own mechanism computes them.
+struct Layout {
+  std::vector<RowRef> perm;           // permutation 1 order: (dst GPU, local expert, token)
+  std::vector<int64_t> send_off;      // input_splits prefix: first row of perm for each dst
+  std::vector<int64_t> recv_off;      // output_splits prefix: first recv row from each src
+  std::vector<int64_t> recv_rows;     // output_splits
+  std::vector<int32_t> sorted_expert; // expert of each row after sort_chunks (expert-major)
+  std::vector<int64_t> sorted_from;   // recv row each sorted row comes from
+  std::vector<uint64_t> expert_rows;  // num_tokens_per_local_expert
+  int64_t recv_total = 0;
+};
+
+Layout make_layout(const Workload& w, int g) {
+  const int n = static_cast<int>(w.tokens().gpus());
+  const Routing& r = w.routing();
+  const ExpertPlacement& p = w.placement();
+  const DispatchPlan& plan = w.plan();
+  Layout l;
+  // Permutation 1 is a stable argsort over the transposed routing map: rows by expert, then by
+  // token. Experts are ordered by (owner GPU, local index), which is the expert id under
+  // Megatron's contiguous placement, so each destination's rows are one contiguous split.
+  std::vector<std::vector<RowRef>> by_expert(static_cast<size_t>(w.model().experts()));
+  for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
+    for (int32_t j = 0; j < r.top_k(); ++j) by_expert[static_cast<size_t>(r.expert(t, j))].push_back({t, j});
+  }
+  l.send_off.assign(static_cast<size_t>(n) + 1, 0);
+  for (int d = 0; d < n; ++d) {
+    l.send_off[static_cast<size_t>(d)] = static_cast<int64_t>(l.perm.size());
+    for (int32_t e : p.local_experts(d)) {
+      for (const RowRef& row : by_expert[static_cast<size_t>(e)]) l.perm.push_back(row);
+    }
+  }
+  l.send_off[static_cast<size_t>(n)] = static_cast<int64_t>(l.perm.size());
+  // The receive buffer is source-major (output_splits); within a source, its perm order.
+  l.recv_off.assign(static_cast<size_t>(n), 0);
+  l.recv_rows.assign(static_cast<size_t>(n), 0);
+  for (int s = 0; s < n; ++s) {
+    l.recv_off[static_cast<size_t>(s)] = l.recv_total;
+    l.recv_rows[static_cast<size_t>(s)] = plan.rows(s, g);
+    l.recv_total += plan.rows(s, g);
+  }
+  // sort_chunks_by_idxs: chunks (src, local expert) of num_global_tokens_per_local_expert rows,
+  // reordered expert-major.
+  for (int32_t e : p.local_experts(g)) {
+    uint64_t rows = 0;
+    for (int s = 0; s < n; ++s) {
+      int64_t first = l.recv_off[static_cast<size_t>(s)];
+      for (int32_t prior : p.local_experts(g)) {
+        if (prior == e) break;
+        first += plan.rows_to_expert(s, prior);
+      }
+      for (int64_t i = 0; i < plan.rows_to_expert(s, e); ++i) {
+        l.sorted_expert.push_back(e);
+        l.sorted_from.push_back(first + i);
+      }
+      rows += static_cast<uint64_t>(plan.rows_to_expert(s, e));
+    }
+    l.expert_rows.push_back(rows);
+  }
+  return l;
+}
+
+// The functional buffers of one GPU (null-sized when not functional).
+struct Buffers {
+  RowBuffer permuted, permuted_probs, recv, recv_probs, sorted, sorted_probs, act, y, unsorted, back;
+};
+
+class MegatronTeSystem final : public MoeSystem {
+ public:
+  explicit MegatronTeSystem(MegatronParams p) : p_(p) {}
+
+  void start(Cluster& cluster) override {
+    c_ = &cluster;
+    k_ = std::make_unique<SharedKernels>(cluster);
+    host_ = gpu::HostConfig::from(cluster.config());
+    const int n = cluster.gpus();
+    const Workload& w = cluster.workload();
+    const uint64_t row_bytes = static_cast<uint64_t>(w.model().row_bytes());
+    for (int g = 0; g < n; ++g) layouts_.push_back(make_layout(w, g));
+    if (FunctionalData* fd = cluster.functional()) make_buffers(*fd);
+
+    std::vector<std::vector<uint64_t>> rows(static_cast<size_t>(n), std::vector<uint64_t>(static_cast<size_t>(n)));
+    std::vector<std::vector<uint64_t>> probs = rows, back = rows;
+    for (int s = 0; s < n; ++s) {
+      for (int d = 0; d < n; ++d) {
+        const uint64_t r = static_cast<uint64_t>(w.plan().rows(s, d));
+        rows[static_cast<size_t>(s)][static_cast<size_t>(d)] = r * row_bytes;
+        probs[static_cast<size_t>(s)][static_cast<size_t>(d)] = r * mp::kProbBytes;
+        back[static_cast<size_t>(d)][static_cast<size_t>(s)] = r * row_bytes;
+      }
+    }
+    for (int g = 0; g < n; ++g) {
+      gpu::Gpu& gp = cluster.gpu(g);
+      counts_done_.push_back(gp.create_signal("allgather counts done"));
+    }
+    counts_ = std::make_unique<RingAllGather>(cluster, static_cast<uint64_t>(w.model().experts()) * mp::kLongBytes,
+                                              [this](int g) { c_->gpu(g).signal_add(counts_done_[static_cast<size_t>(g)], 1); });
+    dispatch_ = std::make_unique<NcclGroupCall>(cluster, "a2a_dispatch_rows", rows, p_.nccl);
+    dispatch_->set_hooks(nullptr, [this](int s, int d) { dispatch_landed(s, d); });
+    probs_ = std::make_unique<NcclGroupCall>(cluster, "a2a_dispatch_probs", probs, p_.nccl);
+    probs_->set_hooks(nullptr, [this](int s, int d) { probs_landed(s, d); });
+    combine_ = std::make_unique<NcclGroupCall>(cluster, "a2a_combine_rows", back, p_.nccl);
+    combine_->set_hooks(nullptr, [this](int s, int d) { combine_landed(s, d); });
+    for (int g = 0; g < n; ++g) issue_until_sync(g);
+  }
+
+ private:
+  // A PyTorch op: Python/ATen dispatch on the host, then the kernel launch.
+  void op(int g, Activity what, gpu::KernelSpec spec) {
+    c_->host(g).work(p_.framework_op_cost);
+    c_->launch(g, c_->stream(g), what, std::move(spec));
+  }
+  // The count all-gather's NCCL call (the all-to-alls are all_to_all below).
+  void all_gather(int g, std::string name, std::function<void()> join, gpu::SignalId done) {
+    c_->host(g).work(p_.nccl_group_host_cost);
+    c_->launch(g, c_->stream(g), Activity::Communication, nccl_kernel(std::move(name), p_.nccl, std::move(join), done));
+  }
+  // An all_to_all_single: its group call's host cost, then its kernel; `done(start, end)` with
+  // the times this rank's kernel was up and ended (its end is seen at the CTA's next poll of
+  // its flag). A rank with nothing to send or receive launches nothing (NCCL's group has no
+  // work for it): its part begins and ends when its stream reaches the call.
+  void all_to_all(int g, NcclGroupCall& call, std::function<void(Time, Time)> done) {
+    c_->host(g).work(p_.nccl_group_host_cost);
+    if (!call.participates(g)) {
+      c_->host(g).call([this, g, done = std::move(done)]() mutable {
+        c_->stream(g).callback([this, done = std::move(done)] { done(c_->sim().now(), c_->sim().now()); });
+      });
+      return;
+    }
+    NcclGroupCall* c = &call;  // owned by this system for the whole run
+    call.launch(g, c_->stream(g), [this, g, c, done = std::move(done)] { done(*c->resident_at(g), c_->sim().now()); });
+  }
+
+  // Steps 1-6 of docs/research/systems.md 1.1: everything the host issues before it blocks.
+  void issue_until_sync(int g) {
+    Cluster& c = *c_;
+    const Workload& w = c.workload();
+    const uint64_t t = static_cast<uint64_t>(w.tokens().count(g));
+    const uint64_t e = static_cast<uint64_t>(w.model().experts());
+    const uint64_t n = static_cast<uint64_t>(c.gpus());
+    const uint64_t el = static_cast<uint64_t>(w.placement().local_experts(g).size());
+    const uint64_t k = static_cast<uint64_t>(w.model().top_k());
+    gpu::Stream& s = c.stream(g);
+    if (FunctionalData* fd = c.functional()) {
+      for (int64_t tok = w.tokens().begin(g); tok < w.tokens().end(g); ++tok) {
+        x_[static_cast<size_t>(g)].write(tok - w.tokens().begin(g), fd->input_row(tok));
+      }
+    }
+    k_->launch_routing(g, s, static_cast<int64_t>(t));
+    // num_local_tokens_per_expert = routing_map.sum(0): read the [T, E] mask, write E counts.
+    op(g, Activity::DataShuffle, k_->memory(g, "tokens_per_expert", t * e * mp::kMaskBytes + e * mp::kLongBytes));
+    all_gather(g, "allgather_counts", [this, g] { counts_->join(g); }, counts_done_[static_cast<size_t>(g)]);
+    // output_splits, num_global_tokens_per_local_expert and their sums from the [N, E] matrix.
+    op(g, Activity::DataShuffle, k_->memory(g, "count_splits", 2 * n * e * mp::kLongBytes));
+    // The split sizes go to the host on a side stream that waits for the counts.
+    gpu::Gpu& gp = c.gpu(g);
+    gpu::Stream& dtoh = gp.create_stream("dtoh");
+    const gpu::EventId counts_ready = gp.create_event("counts ready");
+    c.host(g).record(s, counts_ready);
+    c.host(g).wait(dtoh, counts_ready);
+    // tokens_per_expert, input_splits, output_splits, output_splits_tp, num_out_tokens,
+    // num_global_tokens_per_local_expert (_maybe_dtoh_and_synchronize).
+    const std::vector<uint64_t> copies{el * mp::kLongBytes, n * mp::kLongBytes, n * mp::kLongBytes,
+                                       n * mp::kLongBytes,  mp::kLongBytes,     n * el * mp::kLongBytes};
+    for (size_t i = 0; i + 1 < copies.size(); ++i) {
+      const Time d = host_.d2h_latency + host_.d2h_bandwidth.transfer_time(copies[i]);
+      c.host(g).work(host_.issue_cost, [&dtoh, d] { dtoh.copy("D2H split sizes", d); });
+    }
+    // Permutation 1.
+    const uint64_t rows = t * k;
+    op(g, Activity::DataShuffle, k_->memory(g, "permute1_argsort", mp::argsort_bytes(e, t)));
+    op(g, Activity::DataShuffle, k_->memory(g, "permute1_token_ids", mp::token_index_bytes(rows)));
+    op(g, Activity::DataShuffle, k_->memory(g, "permute1_probs", mp::probs_gather_bytes(rows)));
+    gpu::KernelSpec gather = k_->permute(g, rows, "permute1_rows");
+    gather.on_done = [this, g] { functional_permute1(g); };
+    op(g, Activity::DataShuffle, std::move(gather));
+    // The host blocks on the copies (the last one is issued with the synchronisation), then
+    // issues the rest with the split sizes it now holds.
+    c.host_sync(g, dtoh, copies.back(), Time::zero(), [this, g] { issue_after_sync(g); });
+  }
+
+  // Steps 7-13.
+  void issue_after_sync(int g) {
+    Cluster& c = *c_;
+    const Workload& w = c.workload();
+    const Layout& l = layouts_[static_cast<size_t>(g)];
+    const uint64_t row_bytes = static_cast<uint64_t>(w.model().row_bytes());
+    const uint64_t in = static_cast<uint64_t>(l.recv_total);
+    all_to_all(g, *dispatch_, [this, g](Time start, Time end) {
+      c_->phases(g).dispatch_start = start;
+      c_->phases(g).dispatch_end = end;
+    });
+    all_to_all(g, *probs_, [](Time, Time) {});
+    gpu::KernelSpec sort_rows = k_->memory(g, "sort_chunks_rows", 2 * in * row_bytes);
+    sort_rows.on_done = [this, g] { functional_sort(g); };
+    op(g, Activity::DataShuffle, std::move(sort_rows));
+    gpu::KernelSpec sort_probs = k_->memory(g, "sort_chunks_probs", 2 * in * mp::kProbBytes);
+    sort_probs.on_done = [this, g] { functional_sort_probs(g); };
+    op(g, Activity::DataShuffle, std::move(sort_probs));
+    if (!l.expert_rows.empty()) {  // an explicit expert map may leave a GPU without experts
+      gpu::KernelSpec g1 = k_->gemm1_model(l.expert_rows).kernel("gemm1");
+      g1.on_done = [this, g] {
+        c_->phases(g).gemm1_end = c_->sim().now();
+        functional_gemm1(g);
+      };
+      op(g, Activity::ExpertCompute, std::move(g1));
+      gpu::KernelSpec act = k_->activation(g, in);
+      act.on_done = [this, g] { functional_activation(g); };
+      op(g, Activity::ExpertCompute, std::move(act));
+      gpu::KernelSpec g2 = k_->gemm2_model(l.expert_rows).kernel("gemm2");
+      g2.on_done = [this, g] { functional_gemm2(g); };
+      op(g, Activity::ExpertCompute, std::move(g2));
+    }
+    gpu::KernelSpec unsort = k_->memory(g, "unsort_chunks_rows", 2 * in * row_bytes);
+    unsort.on_done = [this, g] { functional_unsort(g); };
+    op(g, Activity::DataShuffle, std::move(unsort));
+    all_to_all(g, *combine_, [this, g](Time start, Time end) {
+      c_->phases(g).combine_start = start;
+      c_->phases(g).combine_end = end;
+    });
+    // unpermute: torch.zeros(restore_shape), then scatter_add_ of the k rows of every token.
+    const uint64_t t = static_cast<uint64_t>(w.tokens().count(g));
+    op(g, Activity::DataShuffle, k_->memory(g, "unpermute_zeros", t * row_bytes));
+    gpu::KernelSpec sum = k_->scaling(g, t);
+    sum.name = "unpermute_scatter_add";
+    sum.on_done = [this, g] {
+      functional_unpermute(g);
+      c_->layer_done(g);
+    };
+    op(g, Activity::Scaling, std::move(sum));
+  }
+
+  // ---- functional mode: rows move when the mechanism moves them ----
+  void make_buffers(const FunctionalData& fd) {
+    const Workload& w = c_->workload();
+    const int64_t h = fd.hidden(), f = fd.ffn();
+    for (int g = 0; g < c_->gpus(); ++g) {
+      const Layout& l = layouts_[static_cast<size_t>(g)];
+      const int64_t out = static_cast<int64_t>(l.perm.size()), in = l.recv_total;
+      x_.emplace_back("x", w.tokens().count(g), h);
+      Buffers b;
+      b.permuted = RowBuffer("permuted_tokens", out, h);
+      b.permuted_probs = RowBuffer("permuted_probs", out, 1);
+      b.recv = RowBuffer("global_input_tokens", in, h);
+      b.recv_probs = RowBuffer("global_probs", in, 1);
+      b.sorted = RowBuffer("sorted_tokens", in, h);
+      b.sorted_probs = RowBuffer("sorted_probs", in, 1);
+      b.act = RowBuffer("fc1_activation", in, f);
+      b.y = RowBuffer("expert_output", in, h);
+      b.unsorted = RowBuffer("unsorted_output", in, h);
+      b.back = RowBuffer("combined_tokens", out, h);
+      bufs_.push_back(std::move(b));
+    }
+  }
+
+  void functional_permute1(int g) {
+    FunctionalData* fd = c_->functional();
+    if (!fd) return;
+    const Workload& w = c_->workload();
+    const Layout& l = layouts_[static_cast<size_t>(g)];
+    Buffers& b = bufs_[static_cast<size_t>(g)];
+    for (size_t i = 0; i < l.perm.size(); ++i) {
+      const RowRef& r = l.perm[i];
+      b.permuted.write(static_cast<int64_t>(i), x_[static_cast<size_t>(g)].read(r.token - w.tokens().begin(g), *fd));
+      const float p = w.routing().weight(r.token, r.slot);
+      b.permuted_probs.write(static_cast<int64_t>(i), &p);
+    }
+  }
+
+  // Rows from s's split for d land at d's output_splits offset for s.
+  void copy_split(int s, int d, RowBuffer Buffers::*from, RowBuffer Buffers::*to) {
+    FunctionalData* fd = c_->functional();
+    if (!fd) return;
+    const Layout& ls = layouts_[static_cast<size_t>(s)];
+    const Layout& ld = layouts_[static_cast<size_t>(d)];
+    const int64_t first = ls.send_off[static_cast<size_t>(d)];
+    const int64_t count = ls.send_off[static_cast<size_t>(d) + 1] - first;
+    for (int64_t i = 0; i < count; ++i) {
+      (bufs_[static_cast<size_t>(d)].*to)
+          .write(ld.recv_off[static_cast<size_t>(s)] + i, (bufs_[static_cast<size_t>(s)].*from).read(first + i, *fd));
+    }
+  }
+  void dispatch_landed(int s, int d) { copy_split(s, d, &Buffers::permuted, &Buffers::recv); }
+  void probs_landed(int s, int d) { copy_split(s, d, &Buffers::permuted_probs, &Buffers::recv_probs); }
+
+  // The combine all-to-all runs with the splits swapped: expert side s returns the rows of
+  // token side d from its output_splits offset to d's input_splits offset.
+  void combine_landed(int s, int d) {
+    FunctionalData* fd = c_->functional();
+    if (!fd) return;
+    const Layout& ls = layouts_[static_cast<size_t>(s)];
+    const Layout& ld = layouts_[static_cast<size_t>(d)];
+    const int64_t first = ls.recv_off[static_cast<size_t>(d)];
+    for (int64_t i = 0; i < ls.recv_rows[static_cast<size_t>(d)]; ++i) {
+      bufs_[static_cast<size_t>(d)].back.write(ld.send_off[static_cast<size_t>(s)] + i,
+                                               bufs_[static_cast<size_t>(s)].unsorted.read(first + i, *fd));
+    }
+  }
+
+  void functional_sort(int g) {
+    FunctionalData* fd = c_->functional();
+    if (!fd) return;
+    const Layout& l = layouts_[static_cast<size_t>(g)];
+    Buffers& b = bufs_[static_cast<size_t>(g)];
+    for (size_t j = 0; j < l.sorted_from.size(); ++j) b.sorted.write(static_cast<int64_t>(j), b.recv.read(l.sorted_from[j], *fd));
+  }
+  void functional_sort_probs(int g) {
+    FunctionalData* fd = c_->functional();
+    if (!fd) return;
+    const Layout& l = layouts_[static_cast<size_t>(g)];
+    Buffers& b = bufs_[static_cast<size_t>(g)];
+    for (size_t j = 0; j < l.sorted_from.size(); ++j) {
+      b.sorted_probs.write(static_cast<int64_t>(j), b.recv_probs.read(l.sorted_from[j], *fd));
+    }
+  }
+  void functional_gemm1(int g) {
+    FunctionalData* fd = c_->functional();
+    if (!fd) return;
+    const Layout& l = layouts_[static_cast<size_t>(g)];
+    Buffers& b = bufs_[static_cast<size_t>(g)];
+    std::vector<float> act(static_cast<size_t>(fd->ffn()));
+    for (size_t j = 0; j < l.sorted_expert.size(); ++j) {
+      fd->layer().expert_hidden(l.sorted_expert[j], b.sorted.read(static_cast<int64_t>(j), *fd), act.data());
+      b.act.write(static_cast<int64_t>(j), act.data());
+    }
+  }
+  // The weighted activation: each row's fc1 output scaled by its routing prob.
+  void functional_activation(int g) {
+    FunctionalData* fd = c_->functional();
+    if (!fd) return;
+    Buffers& b = bufs_[static_cast<size_t>(g)];
+    std::vector<float> act(static_cast<size_t>(fd->ffn()));
+    for (int64_t j = 0; j < b.act.rows(); ++j) {
+      const float* a = b.act.read(j, *fd);
+      const float p = *b.sorted_probs.read(j, *fd);
+      for (size_t i = 0; i < act.size(); ++i) act[i] = a[i] * p;
+      b.act.write(j, act.data());
+    }
+  }
+  void functional_gemm2(int g) {
+    FunctionalData* fd = c_->functional();
+    if (!fd) return;
+    const Layout& l = layouts_[static_cast<size_t>(g)];
+    Buffers& b = bufs_[static_cast<size_t>(g)];
+    std::vector<float> y(static_cast<size_t>(fd->hidden()));
+    for (size_t j = 0; j < l.sorted_expert.size(); ++j) {
+      fd->layer().expert_output(l.sorted_expert[j], b.act.read(static_cast<int64_t>(j), *fd), y.data());
+      b.y.write(static_cast<int64_t>(j), y.data());
+    }
+  }
+  void functional_unsort(int g) {
+    FunctionalData* fd = c_->functional();
+    if (!fd) return;
+    const Layout& l = layouts_[static_cast<size_t>(g)];
+    Buffers& b = bufs_[static_cast<size_t>(g)];
+    for (size_t j = 0; j < l.sorted_from.size(); ++j) b.unsorted.write(l.sorted_from[j], b.y.read(static_cast<int64_t>(j), *fd));
+  }
+  void functional_unpermute(int g) {
+    FunctionalData* fd = c_->functional();
+    if (!fd) return;
+    const Workload& w = c_->workload();
+    const Layout& l = layouts_[static_cast<size_t>(g)];
+    const int64_t h = fd->hidden(), first = w.tokens().begin(g);
+    std::vector<float> out(static_cast<size_t>(w.tokens().count(g) * h), 0.0f);
+    for (size_t i = 0; i < l.perm.size(); ++i) {
+      const float* row = bufs_[static_cast<size_t>(g)].back.read(static_cast<int64_t>(i), *fd);
+      float* o = out.data() + (l.perm[i].token - first) * h;
+      for (int64_t c = 0; c < h; ++c) o[c] += row[c];
+    }
+    for (int64_t t = 0; t < w.tokens().count(g); ++t) fd->set_output_row(first + t, out.data() + t * h);
+  }
+
+  MegatronParams p_;
+  Cluster* c_ = nullptr;
+  std::unique_ptr<SharedKernels> k_;
+  gpu::HostConfig host_;
+  std::vector<Layout> layouts_;
+  std::vector<gpu::SignalId> counts_done_;
+  std::vector<RowBuffer> x_;
+  std::vector<Buffers> bufs_;
+  std::unique_ptr<RingAllGather> counts_;
+  std::unique_ptr<NcclGroupCall> dispatch_, probs_, combine_;
+};
+
+}  // namespace
+
+SystemEntry megatron_te_system_entry() {
+  return SystemEntry{"megatron-te",
+                     "Megatron-Core all-to-all token dispatcher + TE grouped GEMM: count all-gather, host sync, "
+                     "permutes and NCCL all-to-all, no overlap",
+                     declare_megatron_params,
+                     [](const Config& c) -> std::unique_ptr<MoeSystem> {
+                       return std::make_unique<MegatronTeSystem>(MegatronParams::from(c));
+                     }};
+}
+
+}  // namespace moehub

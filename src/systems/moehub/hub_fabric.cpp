@@ -1,0 +1,487 @@
+#include "systems/moehub/hub_fabric.h"
+
+#include <algorithm>
+#include <bit>
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "net/packet_network.h"
+#include "sim/error.h"
+#include "platform/cluster.h"
+
+namespace moehub {
+
+namespace {
+constexpr uint64_t kRowspBit = 1ULL << 63;
+constexpr uint64_t kNopBit = 1ULL << 62;
+constexpr uint64_t kAddressMask = (1ULL << 49) - 1;
+constexpr int kGpuShift = 40;                        // peer address = GPU << 40 | local address
+constexpr uint64_t kLocalMask = (1ULL << kGpuShift) - 1;
+
+// Validity bits of `bytes` at `offset_in_line`, one per granule.
+uint64_t mask_of(uint64_t offset_in_line, uint64_t bytes, uint32_t granule) {
+  const uint64_t first = offset_in_line / granule;
+  const uint64_t count = bytes / granule;
+  const uint64_t ones = count >= 64 ? ~0ULL : (1ULL << count) - 1;
+  return ones << first;
+}
+
+// Sums every unsigned counter of `from` into `into`.
+void add_counters(nlohmann::json& into, const nlohmann::json& from) {
+  for (const auto& [key, value] : from.items()) {
+    if (!value.is_number_unsigned()) continue;
+    into[key] = (into.contains(key) ? into[key].get<uint64_t>() : 0) + value.get<uint64_t>();
+  }
+}
+}  // namespace
+
+uint64_t HubTag::st_rowsp(MallocId id, uint64_t row_id, uint64_t row_offset, bool nop) {
+  if (id.region() >= (1u << 14) || row_id >= (1ULL << 32) || row_offset >= (1ULL << 16)) {
+    throw std::logic_error(fmt::format("st.rowsp region {} row {} offset {} does not fit the store tag", id.region(),
+                                       row_id, row_offset));
+  }
+  return kRowspBit | (nop ? kNopBit : 0) | (static_cast<uint64_t>(id.region()) << 48) | (row_offset << 32) | row_id;
+}
+
+uint64_t HubTag::st(uint64_t address) {
+  if (address > kLocalMask) throw std::logic_error(fmt::format("st. address {:#x} beyond 49 bits", address));
+  return address;
+}
+
+HubTag HubTag::decode(uint64_t tag) {
+  HubTag t;
+  t.rowsp = (tag & kRowspBit) != 0;
+  if (!t.rowsp) {
+    t.address = tag & kAddressMask;
+    return t;
+  }
+  t.nop = (tag & kNopBit) != 0;
+  t.region = static_cast<uint32_t>((tag >> 48) & 0x3FFF);
+  t.row_offset = (tag >> 32) & 0xFFFF;
+  t.row_id = tag & 0xFFFFFFFFULL;
+  return t;
+}
+
+// One GPU's hub: store port (SM side), packet port (fabric side), receiver (ingress).
+class HubFabric::Node final : public gpu::StorePort,
+                              public PacketPort,
+                              public PacketReceiver,
+                              public RoomListener,
+                              public PacketClient {
+ public:
+  Node(HubFabric& fabric, int g)
+      : f_(fabric),
+        g_(g),
+        n_(fabric.cluster_.gpus()),
+        gpu_(fabric.cluster_.gpu(g)),
+        aau_(fabric.cluster_.sim(), fabric.hub_.aau, static_cast<uint32_t>(g),
+             [this](MemoryOp op, uint64_t bytes, Callback done) {
+               if (op == MemoryOp::Read) gpu_.memory_read(bytes, std::move(done));
+               else gpu_.memory_write(bytes, std::move(done));
+             }),
+        line_(fabric.hub_.rpm.entry_bytes),
+        granule_(fabric.hub_.rpm.mask_granule_bytes),
+        staging_limit_(fabric.cluster_.config().bytes("gpu.store_staging_bytes")) {
+    const int n = fabric.cluster_.gpus();
+    if (fabric.cfg_.rpm && n > 1) {
+      rpm_ = std::make_unique<RuntimePacketManager>(
+          fabric.cluster_.sim(), fabric.hub_.rpm, std::min<uint32_t>(static_cast<uint32_t>(n - 1), fabric.hub_.rpm.partitions),
+          *this);
+    }
+    lanes_.resize(rpm_ ? std::min<size_t>(static_cast<size_t>(n - 1), fabric.hub_.rpm.partitions) : 1);
+  }
+
+  AddressAllocationUnit& aau() { return aau_; }
+  RuntimePacketManager* rpm() { return rpm_.get(); }
+
+  // --- SM side ---
+  bool try_store(const gpu::StoreRequest& store, Callback retry) override {
+    const HubTag t = HubTag::decode(store.tag);
+    const int dst = static_cast<int>(store.dst_gpu);
+    const auto bytes = static_cast<uint32_t>(store.bytes);
+    if (dst == g_) {  // local: straight to this hub's AAU (st.rowsp) or memory (st.)
+      if (t.rowsp) {
+        place(g_, RowspStore{MallocId::encode(static_cast<uint32_t>(g_), t.region), t.row_id, t.row_offset, bytes, t.nop},
+              ~0ULL, true);
+      } else {
+        land_plain(g_, t.address, bytes, ~0ULL, true);
+      }
+      return true;
+    }
+    Lane& lane = lanes_[rpm_ ? partition_of(dst) : 0];
+    if (lane.staged > 0 && lane.staged + store.bytes > staging_limit_) {
+      lane.retries.push_back(Retry{store.bytes, std::move(retry)});
+      return false;
+    }
+    lane.staged += store.bytes;
+    lane.queue.push_back(Pending{dst, t, store.bytes, 0});
+    pump(lane);
+    return true;
+  }
+
+  // --- fabric side (the RPM's PacketPort, or the direct path) ---
+  bool can_send(uint32_t, uint32_t payload_bytes) const override {
+    // One egress FIFO for every peer (both kinds of write are request-class traffic).
+    const PacketNetwork* net = f_.cluster_.packets();
+    return !net || net->can_inject(g_, payload_bytes, PacketKind::Write);
+  }
+
+  bool accepts_nothing(uint32_t payload_bytes) const override { return !can_send(0, payload_bytes); }
+
+  bool try_send(const HubPacket& h) override {
+    // The destination is in the packet: the MallocID's GPU, or the GPU bits of a peer address.
+    const int dst = h.rowsp ? static_cast<int>(h.malloc_id.gpu()) : static_cast<int>(h.address >> kGpuShift);
+    PacketNetwork* net = f_.cluster_.packets();
+    if (net) {
+      if (!can_send(h.peer, h.payload_bytes)) return false;
+      const PacketKind kind = h.rowsp ? PacketKind::RowSparseWrite : PacketKind::Write;
+      Packet p;
+      p.src = g_;
+      p.dst = dst;
+      p.payload_bytes = h.payload_bytes;
+      p.kind = kind;
+      p.header = header_of(h);
+      p.byte_mask = h.valid_mask;
+      p.cookie = h.rowsp ? h.row_offset : 0;  // the line's RowOffset, full width (acks ignore it)
+      p.client = this;
+      p.ack_awaited = false;  // the hub counts its acks; the DAM reacts to local write completions
+      net->inject(std::move(p));
+    } else {
+      // Flow fidelity: the packet is a small transfer; it arrives when the fabric has carried it.
+      f_.cluster_.network().transfer(g_, dst, h.payload_bytes, 0, [this, dst, h] { f_.nodes_[static_cast<size_t>(dst)]->arrive(g_, h); });
+    }
+    ++packets_;
+    payload_ += h.payload_bytes;
+    return true;
+  }
+
+  void notify_when_ready(uint32_t peer, Callback ready) override {
+    (void)peer;  // the egress FIFO is shared by all peers: room for one is room for all
+    room_waiters_.push_back(std::move(ready));
+    if (!room_requested_) {
+      room_requested_ = true;
+      f_.cluster_.packets()->request_room(g_, this);
+    }
+  }
+
+  void on_room(int) override {
+    room_requested_ = false;
+    run_waiters(room_waiters_, room_scratch_);
+  }
+
+  void on_ack(const Packet&) override { ++acks_; }
+
+  // --- ingress ---
+  void deliver(Packet&& packet) override {
+    if (packet.kind != PacketKind::Write && packet.kind != PacketKind::RowSparseWrite) return;
+    // The packet carries what the destination hub needs: the store's encoding in its header,
+    // the line's RowOffset in its cookie and the line's validity mask.
+    const HubTag t = HubTag::decode(packet.header);
+    HubPacket h;
+    h.rowsp = t.rowsp;
+    h.nop = t.nop;
+    if (t.rowsp) {
+      h.malloc_id = MallocId::encode(static_cast<uint32_t>(g_), t.region);
+      h.row_id = t.row_id;
+      h.row_offset = packet.cookie;
+    } else {
+      h.address = t.address;
+    }
+    h.valid_mask = packet.byte_mask;
+    h.payload_bytes = packet.payload_bytes;
+    arrive(packet.src, h);
+  }
+
+  void arrive(int src, const HubPacket& h) {
+    const uint64_t first = static_cast<uint64_t>(std::countr_zero(h.valid_mask)) * granule_;
+    if (h.rowsp) {
+      place(src, RowspStore{h.malloc_id, h.row_id, h.row_offset + first, h.payload_bytes, h.nop}, h.valid_mask, false);
+    } else {
+      land_plain(src, (h.address & kLocalMask) + first, h.payload_bytes, h.valid_mask, false);
+    }
+  }
+
+  nlohmann::json stats() const {
+    return {{"packets", packets_}, {"payload_bytes", payload_}, {"network_acks", acks_}};
+  }
+  uint64_t packets() const { return packets_; }
+  uint64_t payload() const { return payload_; }
+
+ private:
+  struct Retry {
+    uint64_t bytes;
+    Callback retry;
+  };
+  struct Landing {  // an st.rowsp write between its arrival and its landed report
+    int src;
+    RowspStore write;
+    uint64_t mask;
+    bool whole;
+    Placement placement;
+  };
+  struct Pending {
+    int dst;
+    HubTag tag;
+    uint64_t bytes;
+    uint64_t done;
+  };
+  // The SM-to-hub path: one FIFO to the egress without an RPM (stores leave in issue order);
+  // with the RPM, one per peer partition (a store waiting for a full partition holds up only
+  // stores to that peer).
+  struct Lane {
+    uint64_t staged = 0;
+    std::deque<Pending> queue;
+    std::deque<Retry> retries;
+    bool retry_pending = false;
+    bool waiting = false;
+  };
+
+  // A packet's header: its store encoding without the RowOffset, which rows above 64 KiB
+  // (hub.rat.row_offset_bits > 16) would overflow; the GPU bits of a peer address are in the
+  // packet's destination.
+  static uint64_t header_of(const HubPacket& h) {
+    return h.rowsp ? HubTag::st_rowsp(h.malloc_id, h.row_id, 0, h.nop) : HubTag::st(h.address & kLocalMask);
+  }
+
+  // Partitions in rank-offset order (peer p is GPU g + 1 + p mod N, as NCCL orders its peers):
+  // schedulers that poll their partitions round-robin in step then address a permutation of
+  // the GPUs rather than all the same one.
+  uint32_t peer_of(int dst) const { return static_cast<uint32_t>((dst - g_ - 1 + n_) % n_); }
+  // With more peers than partitions (hub.rpm.partitions), peers share them round-robin.
+  uint32_t partition_of(int dst) const { return peer_of(dst) % static_cast<uint32_t>(lanes_.size()); }
+
+  // Cuts a lane's staged stores into transactions and hands them on, in order, while there is room.
+  void pump(Lane& lane) {
+    while (!lane.queue.empty()) {
+      Pending& p = lane.queue.front();
+      const uint64_t tx = p.tag.rowsp ? f_.cfg_.rowsp_transaction_bytes : f_.cfg_.st_transaction_bytes;
+      const uint64_t at = (p.tag.rowsp ? p.tag.row_offset : p.tag.address) + p.done;
+      const uint64_t piece = std::min({tx, p.bytes - p.done, line_ - at % line_});
+      const uint32_t peer = rpm_ ? partition_of(p.dst) : peer_of(p.dst);
+      // A peer address carries its GPU (UVA: each GPU's memory has its own range).
+      const uint64_t gpu_bits = static_cast<uint64_t>(p.dst) << kGpuShift;
+      if (rpm_) {
+        const RemoteStore s =
+            p.tag.rowsp ? RemoteStore::from(RowspStore{MallocId::encode(static_cast<uint32_t>(p.dst), p.tag.region),
+                                                       p.tag.row_id, at, static_cast<uint32_t>(piece), p.tag.nop})
+                        : RemoteStore::plain(gpu_bits | at, static_cast<uint32_t>(piece));
+        if (!rpm_->try_store(peer, s)) {
+          if (!lane.waiting) {
+            lane.waiting = true;
+            rpm_->notify_when_space(peer, [this, &lane] {
+              lane.waiting = false;
+              pump(lane);
+            });
+          }
+          return;
+        }
+      } else {
+        HubPacket h;
+        h.peer = peer;
+        h.rowsp = p.tag.rowsp;
+        h.nop = p.tag.nop;
+        const uint64_t line_start = at - at % line_;
+        if (p.tag.rowsp) {
+          h.malloc_id = MallocId::encode(static_cast<uint32_t>(p.dst), p.tag.region);
+          h.row_id = p.tag.row_id;
+          h.row_offset = line_start;
+        } else {
+          h.address = gpu_bits | line_start;
+        }
+        h.valid_mask = mask_of(at % line_, piece, granule_);
+        h.granule_bytes = granule_;
+        h.payload_bytes = static_cast<uint32_t>(piece);
+        h.stores_merged = 1;
+        h.first_store = f_.cluster_.sim().now();
+        if (!try_send(h)) {
+          if (!lane.waiting) {
+            lane.waiting = true;
+            notify_when_ready(peer, [this, &lane] {
+              lane.waiting = false;
+              pump(lane);
+            });
+          }
+          return;
+        }
+      }
+      p.done += piece;
+      lane.staged -= piece;
+      if (p.done == p.bytes) lane.queue.pop_front();
+    }
+    release_retry(lane);
+  }
+
+  // Lets the oldest refused store try again once it fits, one at a time: waking every waiting
+  // block whenever a byte drains would cost an event per block per packet.
+  void release_retry(Lane& lane) {
+    if (lane.retry_pending || lane.retries.empty()) return;
+    if (lane.staged > 0 && lane.staged + lane.retries.front().bytes > staging_limit_) return;
+    lane.retry_pending = true;
+    Callback r = std::move(lane.retries.front().retry);
+    lane.retries.pop_front();
+    f_.cluster_.sim().schedule_in(Time::zero(), [this, &lane, r = std::move(r)]() mutable {
+      lane.retry_pending = false;
+      r();
+      release_retry(lane);
+    });
+  }
+
+  // st.rowsp at this hub: AAU placement, then the memory write, then the landed report per
+  // contiguous run of the packet's validity mask (a local store is one run).
+  void place(int src, const RowspStore& w, uint64_t mask, bool whole) {
+    // The write's details wait in a slab: the callbacks capture an index and stay inline.
+    const uint32_t id = landings_.put(Landing{src, w, mask, whole, {}});
+    aau_.arrive(w, [this, id](const Placement& pl) {
+      if (pl.status == PlacementStatus::RegionOverflow) aau_.throw_if_failed();  // fails the run
+      landings_.at(id).placement = pl;
+      gpu_.memory_write(landings_.at(id).write.bytes, [this, id] { land_rowsp(id); });
+    });
+  }
+
+  void land_rowsp(uint32_t id) {
+    const Landing landing = landings_.take(id);
+    const RowspStore& w = landing.write;
+    const Placement& pl = landing.placement;
+    LandedWrite l;
+    l.src = landing.src;
+    l.rowsp = true;
+    l.nop = w.nop;
+    l.region = w.malloc_id.region();
+    l.row_id = w.row_id;
+    l.local_row_id = pl.local_row_id;
+    if (landing.whole) {
+      l.row_offset = w.row_offset;
+      l.address = pl.address;
+      l.bytes = w.bytes;
+      f_.listener_.on_landed(g_, l);
+      return;
+    }
+    const uint64_t line_start = w.row_offset - w.row_offset % line_;
+    for_each_run(landing.mask, [&](uint64_t offset, uint64_t bytes) {
+      l.row_offset = line_start + offset;
+      l.address = pl.address - w.row_offset + l.row_offset;
+      l.bytes = static_cast<uint32_t>(bytes);
+      f_.listener_.on_landed(g_, l);
+    });
+  }
+
+  void land_plain(int src, uint64_t address, uint32_t bytes, uint64_t mask, bool whole) {
+    gpu_.memory_write(bytes, [this, src, address, bytes, mask, whole] {
+      LandedWrite l;
+      l.src = src;
+      if (whole) {
+        l.address = address;
+        l.bytes = bytes;
+        f_.listener_.on_landed(g_, l);
+        return;
+      }
+      const uint64_t line_start = address - address % line_;
+      for_each_run(mask, [&](uint64_t offset, uint64_t run) {
+        l.address = line_start + offset;
+        l.bytes = static_cast<uint32_t>(run);
+        f_.listener_.on_landed(g_, l);
+      });
+    });
+  }
+
+  // Calls fn(offset in line, bytes) for every run of set bits.
+  template <typename F>
+  void for_each_run(uint64_t mask, F&& fn) const {
+    while (mask) {
+      const int start = std::countr_zero(mask);
+      const int len = std::countr_one(mask >> start);
+      fn(static_cast<uint64_t>(start) * granule_, static_cast<uint64_t>(len) * granule_);
+      mask = len >= 64 ? 0 : mask & ~(((1ULL << len) - 1) << start);
+    }
+  }
+
+  HubFabric& f_;
+  int g_;
+  int n_;
+  gpu::Gpu& gpu_;
+  AddressAllocationUnit aau_;
+  std::unique_ptr<RuntimePacketManager> rpm_;
+  uint64_t line_;
+  uint32_t granule_;
+  uint64_t staging_limit_;
+  std::deque<Lane> lanes_;  // deque: callbacks hold references to lanes
+  Slab<Landing> landings_;
+  std::vector<Callback> room_scratch_;
+  std::vector<Callback> room_waiters_;
+  bool room_requested_ = false;
+  uint64_t packets_ = 0, payload_ = 0, acks_ = 0;
+};
+
+HubFabric::HubFabric(Cluster& cluster, const HubConfig& hub, const HubFabricConfig& config, HubListener& listener)
+    : cluster_(cluster),
+      hub_(hub),
+      cfg_(config),
+      listener_(listener),
+      registry_(static_cast<uint32_t>(cluster.gpus())) {
+  if (hub_.rpm.entry_bytes > cluster.network().config().max_payload_bytes) {
+    throw UserError("hub.rpm.entry_bytes", fmt::format("{} B lines do not fit the fabric's {} B packets",
+                                                       hub_.rpm.entry_bytes, cluster.network().config().max_payload_bytes));
+  }
+  if (hub_.rpm.entry_bytes / hub_.rpm.mask_granule_bytes > 64) {
+    throw UserError("hub.rpm.mask_granule_bytes", "more than 64 granules per line");
+  }
+  if (cfg_.rpm && hub_.rpm.timer_bypass == Time::zero()) {
+    // Partly merged .nop entries would then wait for the kernel-end flush, and a partition full
+    // of them stops the routing kernel's stores before its end: a deadlock, not a design point.
+    throw UserError("hub.rpm.timer_bypass", "the MoE-Hub systems need the timer bypass (0 ns turns it off)");
+  }
+  for (const uint32_t tx : {cfg_.rowsp_transaction_bytes, cfg_.st_transaction_bytes}) {
+    if (tx == 0 || tx % hub_.rpm.mask_granule_bytes != 0) {
+      throw UserError("systems.moehub", fmt::format("store transactions of {} B are not whole {} B mask granules", tx,
+                                                    hub_.rpm.mask_granule_bytes));
+    }
+  }
+  for (int g = 0; g < cluster.gpus(); ++g) {
+    nodes_.push_back(std::make_unique<Node>(*this, g));
+    registry_.attach(static_cast<uint32_t>(g), nodes_.back()->aau());
+    cluster.set_store_port(g, nodes_.back().get());
+    cluster.set_receiver(g, nodes_.back().get());
+  }
+}
+
+HubFabric::~HubFabric() = default;
+
+AddressAllocationUnit& HubFabric::aau(int g) { return nodes_.at(static_cast<size_t>(g))->aau(); }
+
+void HubFabric::flush(int g) {
+  if (auto* r = nodes_.at(static_cast<size_t>(g))->rpm()) r->flush();
+}
+
+uint64_t HubFabric::packets_sent() const {
+  uint64_t n = 0;
+  for (const auto& node : nodes_) n += node->packets();
+  return n;
+}
+
+double HubFabric::mean_packet_fill() const {
+  uint64_t payload = 0;
+  for (const auto& node : nodes_) payload += node->payload();
+  const uint64_t n = packets_sent();
+  return n ? static_cast<double>(payload) / (static_cast<double>(n) * hub_.rpm.entry_bytes) : 0.0;
+}
+
+nlohmann::json HubFabric::stats() const {
+  nlohmann::json aau = nlohmann::json::object(), rpm = nlohmann::json::object(), egress = nlohmann::json::object();
+  for (const auto& node : nodes_) {
+    add_counters(aau, node->aau().stats());
+    if (auto* r = node->rpm()) add_counters(rpm, r->stats());
+    add_counters(egress, node->stats());
+  }
+  egress["mean_packet_fill"] = mean_packet_fill();
+  nlohmann::json j{{"aau", aau}, {"egress", egress}};
+  if (cfg_.rpm) {
+    const uint64_t packets = rpm.value("packets", uint64_t{0});
+    rpm["mean_packet_fill"] =
+        packets ? static_cast<double>(rpm.value("payload_bytes", uint64_t{0})) / (static_cast<double>(packets) * hub_.rpm.entry_bytes)
+                : 0.0;
+    j["rpm"] = rpm;
+  }
+  return j;
+}
+
+}  // namespace moehub

@@ -1,0 +1,119 @@
+#pragma once
+// Internal to the moehub systems: the per-GPU state the hub reports land in (regions, flags,
+// DAM contexts, functional buffers) and the system class whose program is in
+// moehub_program.cpp and whose hardware-facing side is in moehub_system.cpp.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "gpu/block_program.h"
+#include "hub/data_availability_manager.h"
+#include "hub/hub_config.h"
+#include "platform/functional_data.h"
+#include "systems/moehub/hub_fabric.h"
+#include "systems/moehub/moehub_system.h"
+#include "platform/shared_kernels.h"
+
+namespace moehub {
+
+struct MoeHubParams {
+  double capacity_factor = 0.0;       // region capacity over the mean rows per expert (0: all tokens)
+  uint32_t metadata_bytes = 8;        // source-metadata column
+  uint32_t dispatch_transaction_bytes = 128;
+  uint32_t epilogue_transaction_bytes = 64;
+  static MoeHubParams from(const Config& c);
+};
+
+// Device addresses of one GPU's buffers (49-bit space; only the hub's arithmetic uses them).
+// Local addresses stay below 2^40; the hub puts the GPU above them for peer stores.
+struct HubAddressMap {
+  static constexpr uint64_t kRegionBase = 1ULL << 32;   // expert-input regions (rowspMalloc)
+  static constexpr uint64_t kCombineBase = 1ULL << 38;  // combine slots: (local token x k + slot) rows
+  static constexpr uint64_t kCountAddress = 1ULL << 39; // where producers store their row counts
+};
+
+// One local expert's rowspMalloc region at its GPU.
+struct HubRegion {
+  int64_t expert = 0;
+  MallocId id;
+  uint64_t base = 0;
+  uint64_t expected_rows = 0;   // from the producers' count stores
+  uint64_t data_landed = 0;     // data bytes (not metadata) in memory
+  uint64_t rows_allocated = 0;  // highest LocalRowID + 1 seen
+  std::vector<int64_t> source;  // per LocalRowID: the RowID read from the metadata column (-1: not landed)
+  std::vector<gpu::SignalId> data_flag;  // per M-tile: data bytes landed (polling variants)
+  std::vector<gpu::SignalId> meta_flag;  // per M-tile: metadata bytes landed
+  // Functional: rows assembled from packets, then the expert's input and hidden rows.
+  std::vector<uint32_t> row_landed;
+  std::vector<float> stage;
+  RowBuffer input, act;
+  std::vector<uint8_t> gemm1_done, gemm2_done;
+};
+
+struct HubGpu {
+  std::vector<HubRegion> regions;
+  std::unique_ptr<DataAvailabilityManager> dam_gemm1, dam_scaling;
+  gpu::KernelId gemm1 = 0, scaling = 0;
+  uint64_t report_bytes = 0;    // count stores landed
+  bool reports_in = false;
+  bool all_arrived = false;     // every expected data byte landed
+  // Combine at the source: k slots per local token.
+  uint64_t combine_landed = 0;
+  uint32_t tokens_per_group = 1;
+  std::vector<gpu::SignalId> combine_flag;  // per scaling block (polling variants)
+  std::vector<uint32_t> slot_landed;
+  std::vector<float> combine_stage;
+  RowBuffer combine;
+  // Activity: intervals where at least one GEMM1 tile / scaling block works.
+  uint32_t computing = 0, scaling_blocks = 0;
+  Time computing_since, scaling_since;
+  std::optional<Time> first_tile;  // first GEMM1 tile began its math
+  uint32_t routing_finished = 0;  // routing blocks done (the last one stores the row counts)
+};
+
+class MoeHubSystemImpl final : public MoeSystem, public HubListener {
+ public:
+  MoeHubSystemImpl(const Config& config, MoeHubVariant variant);
+  void start(Cluster& cluster) override;
+  nlohmann::json stats(Cluster& cluster) override;
+  void on_landed(int g, const LandedWrite& w) override;
+
+ private:
+  // Hardware-facing side (moehub_system.cpp).
+  void build(Cluster& cluster);
+  void prepare_gpu(int g);
+  void on_gemm1_signal(int g, const DamSignal& s);
+  void check_all_arrived(int g);
+  uint64_t tile_rows(int g, size_t li, uint64_t m) const;
+  void begin_work(int g, bool scaling);
+  void end_work(int g, bool scaling);
+  void functional_gemm1(int g, size_t li, uint64_t m);
+  void functional_gemm2(int g, size_t li, uint64_t m, uint64_t rows);
+  void functional_scaling(int g, int64_t first, int64_t last);
+
+  // The program (moehub_program.cpp).
+  void allocate_regions(int g);
+  void launch_layer(int g);
+  std::shared_ptr<gpu::BlockProgram> routing_program(int g, uint32_t grid);
+  std::shared_ptr<gpu::BlockProgram> gemm1_program(int g);
+  gpu::GemmHooks gemm2_hooks(int g);
+  std::shared_ptr<gpu::BlockProgram> scaling_program(int g, uint32_t groups);
+
+  MoeHubVariant v_;
+  MoeHubParams p_;
+  HubConfig hub_;
+  Cluster* cluster_ = nullptr;
+  std::unique_ptr<HubFabric> fabric_;
+  std::unique_ptr<SharedKernels> kernels_;
+  std::vector<HubGpu> gpus_;
+  std::vector<MallocId> region_of_expert_;
+  uint64_t capacity_ = 0, tiles_m_ = 0, tiles_n1_ = 0, row_bytes_ = 0, row_size_ = 0;
+  uint64_t tiles_per_group_ = 1, groups_per_region_ = 0;  // GEMM1 M-tiles per DAM group
+  uint32_t bm_ = 0, bn_ = 0;
+  uint64_t dam_blocks_ = 0;  // thread blocks the DAM released or retired
+  std::vector<std::vector<float>> combine_payload_;  // functional: per RowID, GEMM2's output row
+};
+
+}  // namespace moehub

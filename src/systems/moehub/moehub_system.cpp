@@ -1,0 +1,367 @@
+// The hardware-facing side of the moehub systems: building the hubs, what happens when a
+// write lands (DAM acknowledgement or polling flag, metadata column, functional row
+// assembly), DAM signals to the thread-block dispatcher, and the statistics. The program the
+// GPUs run is in moehub_program.cpp.
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "sim/error.h"
+#include "systems/moehub/moehub_state.h"
+
+namespace moehub {
+
+MoeHubParams MoeHubParams::from(const Config& c) {
+  MoeHubParams p;
+  p.capacity_factor = c.real("systems.moehub.capacity_factor");
+  p.metadata_bytes = static_cast<uint32_t>(c.bytes("systems.moehub.metadata_bytes"));
+  p.dispatch_transaction_bytes = static_cast<uint32_t>(c.bytes("systems.moehub.dispatch_transaction_bytes"));
+  p.epilogue_transaction_bytes = static_cast<uint32_t>(c.bytes("systems.moehub.epilogue_transaction_bytes"));
+  return p;
+}
+
+void declare_moehub_params(ParamRegistry& r) {
+  r.real("systems.moehub.capacity_factor",
+         "rowspMalloc region capacity per expert, as a multiple of the mean rows per expert (capped at all tokens); "
+         "0: every token, the worst case")
+      .at_least(0);
+  r.bytes("systems.moehub.metadata_bytes", "Source-metadata column per row, sent with st.rowsp.nop").positive();
+  r.bytes("systems.moehub.dispatch_transaction_bytes",
+          "Bytes of a row one warp store instruction of the routing kernel hands the hub (within one line)")
+      .positive();
+  r.bytes("systems.moehub.epilogue_transaction_bytes",
+          "Bytes of an output row one warp store instruction of the GEMM2 epilogue hands the hub")
+      .positive();
+}
+
+MoeHubSystemImpl::MoeHubSystemImpl(const Config& config, MoeHubVariant variant)
+    : v_(variant), p_(MoeHubParams::from(config)), hub_(HubConfig::from(config)) {}
+
+void MoeHubSystemImpl::build(Cluster& cluster) {
+  cluster_ = &cluster;
+  const ModelShape& m = cluster.model();
+  const Workload& w = cluster.workload();
+  const int n = cluster.gpus();
+  row_bytes_ = m.row_bytes();
+  row_size_ = row_bytes_ + p_.metadata_bytes;
+  // Each row's stores start at RowOffset 0 (data) and row_bytes (metadata); the store tag
+  // (HubTag) has 16 bits for a store's starting RowOffset.
+  if (row_bytes_ >= (uint64_t{1} << 16)) {
+    throw UserError("model.hidden", fmt::format("rows of {} B: st.rowsp stores start at most 65535 B into a row "
+                                                "(the store tag's 16-bit RowOffset)", row_bytes_));
+  }
+  bm_ = cluster.gpu_config().gemm_tile.m;
+  bn_ = cluster.gpu_config().gemm_tile.n;
+  // The compiler's conservative region (paper IV-A2): capacity_factor x the mean rows of an
+  // expert, never more than every token.
+  // 0: the worst case, every token (an expert receives a token at most once).
+  const double mean = static_cast<double>(w.routing().rows()) / static_cast<double>(m.experts());
+  const auto tokens = static_cast<uint64_t>(w.routing().tokens());
+  capacity_ = p_.capacity_factor == 0.0
+                  ? tokens
+                  // The cap applies before the conversion: a large factor's product may not fit an integer.
+                  : std::max<uint64_t>(1, static_cast<uint64_t>(std::min(static_cast<double>(tokens), std::ceil(p_.capacity_factor * mean))));
+  tiles_m_ = (capacity_ + bm_ - 1) / bm_;
+  // The compiler groups M-tiles so that every local expert's tiling fits the dependency table.
+  size_t most_local = 1;
+  for (int g = 0; g < n; ++g) most_local = std::max(most_local, w.placement().local_experts(g).size());
+  const uint64_t entries_per_region = std::max<uint64_t>(1, hub_.dam.table_entries / most_local);
+  tiles_per_group_ = (tiles_m_ + entries_per_region - 1) / entries_per_region;
+  groups_per_region_ = (tiles_m_ + tiles_per_group_ - 1) / tiles_per_group_;
+  tiles_n1_ = (static_cast<uint64_t>(m.gemm1_cols()) + bn_ - 1) / bn_;
+  fabric_ = std::make_unique<HubFabric>(
+      cluster, hub_, HubFabricConfig{v_.rpm, p_.dispatch_transaction_bytes, p_.epilogue_transaction_bytes}, *this);
+  kernels_ = std::make_unique<SharedKernels>(cluster);
+  region_of_expert_.assign(static_cast<size_t>(m.experts()), MallocId{});
+  gpus_.resize(static_cast<size_t>(n));
+  if (FunctionalData* fd = cluster.functional()) {
+    combine_payload_.assign(static_cast<size_t>(w.routing().rows()), {});
+    (void)fd;
+  }
+}
+
+// The hardware side of one consumer GPU after its program made its regions: flags, the DAM
+// contexts the compiler programs from the GEMM1 and scaling tilings, functional buffers.
+void MoeHubSystemImpl::prepare_gpu(int g) {
+  Cluster& c = *cluster_;
+  HubGpu& h = gpus_[static_cast<size_t>(g)];
+  const int64_t tokens = c.workload().tokens().count(g);
+  const int64_t k = c.model().top_k();
+  FunctionalData* fd = c.functional();
+  for (size_t li = 0; li < h.regions.size(); ++li) {
+    HubRegion& r = h.regions[li];
+    r.source.assign(capacity_, -1);
+    for (uint64_t m = 0; m < tiles_m_; ++m) {
+      r.data_flag.push_back(c.gpu(g).create_signal(fmt::format("e{}.tile{}.data", r.expert, m)));
+      r.meta_flag.push_back(c.gpu(g).create_signal(fmt::format("e{}.tile{}.meta", r.expert, m)));
+    }
+    r.gemm1_done.assign(tiles_m_, 0);
+    r.gemm2_done.assign(tiles_m_, 0);
+    if (fd) {
+      r.row_landed.assign(capacity_, 0);
+      r.stage.assign(capacity_ * static_cast<uint64_t>(fd->hidden()), 0.0f);
+      r.input = RowBuffer(fmt::format("gpu{}.expert{}.input", g, r.expert), static_cast<int64_t>(capacity_), fd->hidden());
+      r.act = RowBuffer(fmt::format("gpu{}.expert{}.hidden", g, r.expert), static_cast<int64_t>(capacity_), fd->ffn());
+    }
+  }
+  // Scaling blocks: at most one DAM table of groups, at most one per token.
+  const uint64_t groups = std::max<uint64_t>(1, std::min<uint64_t>(static_cast<uint64_t>(tokens), hub_.dam.table_entries));
+  h.tokens_per_group = static_cast<uint32_t>((static_cast<uint64_t>(tokens) + groups - 1) / groups);
+  const uint64_t slots = static_cast<uint64_t>(tokens * k);
+  if (v_.dam) {
+    h.dam_gemm1 = std::make_unique<DataAvailabilityManager>(c.sim(), hub_.dam, [this, g](const DamSignal& s) { on_gemm1_signal(g, s); });
+    for (size_t li = 0; li < h.regions.size(); ++li) {
+      h.dam_gemm1->add_tiling(ConsumerTiling{h.regions[li].base, row_size_, row_bytes_, bm_ * tiles_per_group_, capacity_,
+                                             static_cast<uint32_t>(li * groups_per_region_)});
+    }
+    // The scaling kernel's own context: its groups are token ranges of the combine slots.
+    h.dam_scaling = std::make_unique<DataAvailabilityManager>(c.sim(), hub_.dam, [this, g](const DamSignal& s) {
+      HubGpu& hg = gpus_[static_cast<size_t>(g)];
+      if (s.kind == DamSignalKind::Retired) cluster_->gpu(g).retire(hg.scaling, s.group);
+      else cluster_->gpu(g).release(hg.scaling, s.group);
+      ++dam_blocks_;
+    });
+    if (slots > 0) {
+      h.dam_scaling->add_tiling(ConsumerTiling{HubAddressMap::kCombineBase, row_bytes_, row_bytes_,
+                                               static_cast<uint64_t>(h.tokens_per_group) * static_cast<uint64_t>(k), slots, 0});
+      h.dam_scaling->set_expected_total(slots * row_bytes_);
+    }
+  } else {
+    const uint64_t blocks = (static_cast<uint64_t>(tokens) + h.tokens_per_group - 1) / h.tokens_per_group;
+    for (uint64_t b = 0; b < blocks; ++b) h.combine_flag.push_back(c.gpu(g).create_signal(fmt::format("combine{}", b)));
+  }
+  if (fd) {
+    h.slot_landed.assign(slots, 0);
+    h.combine_stage.assign(slots * static_cast<uint64_t>(fd->hidden()), 0.0f);
+    h.combine = RowBuffer(fmt::format("gpu{}.combine", g), static_cast<int64_t>(slots), fd->hidden());
+  }
+}
+
+void MoeHubSystemImpl::on_gemm1_signal(int g, const DamSignal& s) {
+  HubGpu& h = gpus_[static_cast<size_t>(g)];
+  const uint64_t li = s.group / groups_per_region_, first = s.group % groups_per_region_ * tiles_per_group_;
+  const uint64_t experts = h.regions.size();
+  for (uint64_t m = first; m < std::min(tiles_m_, first + tiles_per_group_); ++m) {
+    for (uint64_t n = 0; n < tiles_n1_; ++n) {
+      const auto block = static_cast<uint32_t>((m * experts + li) * tiles_n1_ + n);
+      if (s.kind == DamSignalKind::Retired) cluster_->gpu(g).retire(h.gemm1, block);
+      else cluster_->gpu(g).release(h.gemm1, block);
+      ++dam_blocks_;
+    }
+  }
+}
+
+void MoeHubSystemImpl::on_landed(int g, const LandedWrite& w) {
+  Cluster& c = *cluster_;
+  HubGpu& h = gpus_[static_cast<size_t>(g)];
+  FunctionalData* fd = c.functional();
+  const int64_t k = c.model().top_k();
+  if (w.rowsp) {
+    HubRegion* r = nullptr;
+    for (HubRegion& x : h.regions) {
+      if (x.id.region() == w.region) r = &x;
+    }
+    if (!r) throw std::logic_error(fmt::format("GPU {}: st.rowsp landed in unknown region {}", g, w.region));
+    const uint64_t lr = w.local_row_id;
+    const uint64_t m = lr / bm_;
+    r->rows_allocated = std::max(r->rows_allocated, lr + 1);
+    if (v_.dam) h.dam_gemm1->on_write_ack(w.address, w.bytes);
+    if (w.nop) {  // the source-metadata column: which RowID this LocalRowID holds
+      r->source[lr] = static_cast<int64_t>(w.row_id);
+      c.gpu(g).signal_add(r->meta_flag[m], w.bytes);
+      return;
+    }
+    r->data_landed += w.bytes;
+    if (!v_.dam) c.gpu(g).signal_add(r->data_flag[m], w.bytes);
+    if (fd) {  // the packet's slice of the producer's row, placed at its LocalRowID
+      const int64_t eb = c.model().dtype_bytes;
+      const int64_t token = static_cast<int64_t>(w.row_id) / k;
+      const int64_t first = static_cast<int64_t>(w.row_offset) / eb, count = static_cast<int64_t>(w.bytes) / eb;
+      std::copy_n(fd->input_row(token) + first, count, r->stage.begin() + static_cast<int64_t>(lr) * fd->hidden() + first);
+      r->row_landed[lr] += w.bytes;
+      if (r->row_landed[lr] == row_bytes_) r->input.write(static_cast<int64_t>(lr), r->stage.data() + lr * static_cast<uint64_t>(fd->hidden()));
+    }
+    check_all_arrived(g);
+    return;
+  }
+  if (w.address >= HubAddressMap::kCountAddress) {  // a producer's row counts for this GPU's experts
+    h.report_bytes += w.bytes;
+    if (h.report_bytes == static_cast<uint64_t>(c.gpus()) * 4 * h.regions.size()) {
+      h.reports_in = true;
+      uint64_t total = 0;
+      for (HubRegion& r : h.regions) {
+        for (int src = 0; src < c.gpus(); ++src) r.expected_rows += static_cast<uint64_t>(c.workload().plan().rows_to_expert(src, r.expert));
+        total += r.expected_rows;
+      }
+      if (v_.dam) h.dam_gemm1->set_expected_total(total * row_bytes_);
+      check_all_arrived(g);
+    }
+    return;
+  }
+  // GEMM2's result for one of this GPU's combine slots.
+  const uint64_t slot = (w.address - HubAddressMap::kCombineBase) / row_bytes_;
+  h.combine_landed += w.bytes;
+  if (v_.dam) h.dam_scaling->on_write_ack(w.address, w.bytes);
+  else c.gpu(g).signal_add(h.combine_flag[slot / static_cast<uint64_t>(k) / h.tokens_per_group], w.bytes);
+  if (fd) {
+    const int64_t eb = c.model().dtype_bytes;
+    const int64_t row_id = (c.workload().tokens().begin(g) + static_cast<int64_t>(slot) / k) * k + static_cast<int64_t>(slot) % k;
+    const std::vector<float>& y = combine_payload_.at(static_cast<size_t>(row_id));
+    if (y.empty()) throw std::logic_error(fmt::format("combine row {} landed before GEMM2 computed it", row_id));
+    const uint64_t col = (w.address - HubAddressMap::kCombineBase) % row_bytes_;
+    const int64_t first = static_cast<int64_t>(col) / eb, count = static_cast<int64_t>(w.bytes) / eb;
+    std::copy_n(y.begin() + first, count, h.combine_stage.begin() + static_cast<int64_t>(slot) * fd->hidden() + first);
+    h.slot_landed[slot] += w.bytes;
+    if (h.slot_landed[slot] == row_bytes_) h.combine.write(static_cast<int64_t>(slot), h.combine_stage.data() + slot * static_cast<uint64_t>(fd->hidden()));
+  }
+  const uint64_t slots = static_cast<uint64_t>(c.workload().tokens().count(g) * k);
+  if (h.combine_landed == slots * row_bytes_) c.phases(g).combine_end = c.sim().now();
+}
+
+// Every expected data byte has landed. Polling consumers learn it from an all-arrived flag read
+// with their tile counter (bumped here to their threshold, so the loop exits and reads the count).
+void MoeHubSystemImpl::check_all_arrived(int g) {
+  HubGpu& h = gpus_[static_cast<size_t>(g)];
+  if (h.all_arrived || !h.reports_in) return;
+  for (const HubRegion& r : h.regions) {
+    if (r.data_landed < r.expected_rows * row_bytes_) return;
+  }
+  h.all_arrived = true;
+  cluster_->phases(g).dispatch_end = cluster_->sim().now();
+  if (v_.dam) return;
+  for (HubRegion& r : h.regions) {
+    for (const gpu::SignalId f : r.data_flag) cluster_->gpu(g).signal_add(f, static_cast<int64_t>(bm_ * row_bytes_));
+  }
+}
+
+// Valid rows of M-tile m: a full tile until the count is known (all arrived / AllReady).
+uint64_t MoeHubSystemImpl::tile_rows(int g, size_t li, uint64_t m) const {
+  const HubGpu& h = gpus_[static_cast<size_t>(g)];
+  const bool known = v_.dam ? h.dam_gemm1->all_ready_time().has_value() : h.all_arrived;
+  if (!known) return bm_;
+  const uint64_t total = h.regions[li].expected_rows;
+  return total <= m * bm_ ? 0 : std::min<uint64_t>(bm_, total - m * bm_);
+}
+
+void MoeHubSystemImpl::begin_work(int g, bool scaling) {
+  HubGpu& h = gpus_[static_cast<size_t>(g)];
+  uint32_t& n = scaling ? h.scaling_blocks : h.computing;
+  if (n++ == 0) (scaling ? h.scaling_since : h.computing_since) = cluster_->sim().now();
+  if (!scaling && !h.first_tile) h.first_tile = cluster_->sim().now();
+}
+
+void MoeHubSystemImpl::end_work(int g, bool scaling) {
+  HubGpu& h = gpus_[static_cast<size_t>(g)];
+  uint32_t& n = scaling ? h.scaling_blocks : h.computing;
+  if (--n == 0) {
+    cluster_->log(g, scaling ? Activity::Scaling : Activity::ExpertCompute, scaling ? h.scaling_since : h.computing_since,
+                  cluster_->sim().now());
+  }
+}
+
+void MoeHubSystemImpl::functional_gemm1(int g, size_t li, uint64_t m) {
+  FunctionalData* fd = cluster_->functional();
+  HubRegion& r = gpus_[static_cast<size_t>(g)].regions[li];
+  if (!fd || r.gemm1_done[m]) return;
+  r.gemm1_done[m] = 1;
+  std::vector<float> act(static_cast<size_t>(fd->ffn()));
+  for (uint64_t lr = m * bm_; lr < m * bm_ + tile_rows(g, li, m); ++lr) {
+    fd->layer().expert_hidden(r.expert, r.input.read(static_cast<int64_t>(lr), *fd), act.data());
+    r.act.write(static_cast<int64_t>(lr), act.data());
+  }
+}
+
+void MoeHubSystemImpl::functional_gemm2(int g, size_t li, uint64_t m, uint64_t rows) {
+  FunctionalData* fd = cluster_->functional();
+  HubRegion& r = gpus_[static_cast<size_t>(g)].regions[li];
+  if (!fd || r.gemm2_done[m]) return;
+  r.gemm2_done[m] = 1;
+  for (uint64_t lr = m * bm_; lr < m * bm_ + rows; ++lr) {
+    std::vector<float> y(static_cast<size_t>(fd->hidden()));
+    fd->layer().expert_output(r.expert, r.act.read(static_cast<int64_t>(lr), *fd), y.data());
+    if (r.source[lr] < 0) {
+      fd->fail(fmt::format("gpu{} expert {} row {}: metadata read before it landed", g, r.expert, lr));
+      continue;
+    }
+    combine_payload_.at(static_cast<size_t>(r.source[lr])) = std::move(y);
+  }
+}
+
+void MoeHubSystemImpl::functional_scaling(int g, int64_t first, int64_t last) {
+  FunctionalData* fd = cluster_->functional();
+  if (!fd) return;
+  HubGpu& h = gpus_[static_cast<size_t>(g)];
+  const Routing& routing = cluster_->workload().routing();
+  const int64_t k = routing.top_k(), begin = cluster_->workload().tokens().begin(g);
+  std::vector<float> out(static_cast<size_t>(fd->hidden()));
+  for (int64_t t = first; t < last; ++t) {
+    std::fill(out.begin(), out.end(), 0.0f);
+    for (int64_t j = 0; j < k; ++j) {
+      const float* y = h.combine.read(t * k + j, *fd);
+      const float wt = routing.weight(begin + t, j);
+      for (size_t c = 0; c < out.size(); ++c) out[c] += wt * y[c];
+    }
+    fd->set_output_row(begin + t, out.data());
+  }
+}
+
+nlohmann::json MoeHubSystemImpl::stats(Cluster& cluster) {
+  nlohmann::json hub = fabric_->stats();
+  const nlohmann::json& aau = hub["aau"];
+  for (const char* key : {"rat_hits", "rat_misses", "rat_evictions", "rat_restores", "region_overflow_writes"}) {
+    hub[key] = aau.value(key, uint64_t{0});
+  }
+  hub["packets"] = fabric_->packets_sent();
+  hub["mean_packet_fill"] = fabric_->mean_packet_fill();
+  hub["rpm_merges"] = hub.contains("rpm") ? hub["rpm"].value("merges", uint64_t{0}) : uint64_t{0};
+  uint64_t polls = 0, avoided = 0;
+  nlohmann::json dam = nlohmann::json::object();
+  for (int g = 0; g < cluster.gpus(); ++g) {
+    const nlohmann::json gs = cluster.gpu(g).stats();
+    polls += gs.value("polls", uint64_t{0});
+    avoided += gs.value("poll_loads_avoided", uint64_t{0});
+    const HubGpu& h = gpus_[static_cast<size_t>(g)];
+    for (const auto* d : {h.dam_gemm1.get(), h.dam_scaling.get()}) {
+      if (!d) continue;
+      const nlohmann::json ds = d->stats();
+      for (const auto& [key, value] : ds.items()) {
+        if (value.is_number_unsigned()) dam[key] = dam.value(key, uint64_t{0}) + value.get<uint64_t>();
+      }
+    }
+  }
+  hub["polls"] = polls;
+  // Flag loads the blocks that waited in hardware would have issued polling over the same wait.
+  hub["poll_loads_avoided"] = avoided;
+  // Thread blocks that waited for data without being resident (released or retired by the
+  // DAM): each would have been a polling block in a software-orchestrated design.
+  hub["dam_released_or_retired_blocks"] = dam_blocks_;
+  if (v_.dam) {
+    hub["dam"] = dam;
+    hub["dam_releases"] = dam.value("releases", uint64_t{0}) + dam.value("partial_releases", uint64_t{0});
+    hub["dam_retired_groups"] = dam.value("retired_groups", uint64_t{0});
+  }
+  hub["region_capacity_rows"] = capacity_;
+  hub["gemm1_tiles_per_dam_group"] = tiles_per_group_;
+  // Per GPU: when its first GEMM1 tile started and when its last dispatched row landed
+  // (overlap: the first before the second).
+  nlohmann::json first = nlohmann::json::array(), last = nlohmann::json::array();
+  for (int g = 0; g < cluster.gpus(); ++g) {
+    const auto& t = gpus_[static_cast<size_t>(g)].first_tile;
+    const auto& d = cluster.phases(g).dispatch_end;
+    first.push_back(t ? nlohmann::json(t->us()) : nlohmann::json(nullptr));
+    last.push_back(d ? nlohmann::json(d->us()) : nlohmann::json(nullptr));
+  }
+  hub["gemm1_first_tile_us"] = first;
+  hub["dispatch_end_us"] = last;
+  return {{"hub", hub}};
+}
+
+}  // namespace moehub
+
+namespace moehub {
+std::unique_ptr<MoeSystem> make_moehub_system(const Config& config, MoeHubVariant variant) {
+  return std::make_unique<MoeHubSystemImpl>(config, variant);
+}
+}  // namespace moehub

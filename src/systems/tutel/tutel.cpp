@@ -1,0 +1,467 @@
+// `tutel` (docs/research/systems.md 3; microsoft/tutel tutel/impls/moe_layer.py MOELayer.forward,
+// fast_dispatch.py, overlap.py, communicate.py): capacity-based static buffers and a pipelined
+// all-to-all. Per GPU: routing; extract_critical (one-hot, gate value, cumsum locations per
+// top-k slot); the capacity from host arithmetic (no sync when capacity_factor > 0); encode
+// (zero the [E, capacity, H] buffer, one scatter kernel per slot; rows past capacity dropped);
+// the capacity dimension split into `overlap_degree` chunks: Tutel's NCCL stream sends chunk i
+// to every GPU (equal splits, padding included) while the compute stream runs, per chunk,
+// pre-expert permute, GEMM1, activation, GEMM2, post-expert permute; the combine all-to-all of
+// each chunk follows on the same NCCL stream; decode (one gather per slot, weighted sum).
+
+#include <fmt/format.h>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+
+#include "gpu/gemm.h"
+#include "gpu/gpu.h"
+#include "gpu/memory_kernel.h"
+#include "sim/error.h"
+#include "platform/moe_system.h"
+#include "platform/nccl_group_call.h"
+#include "platform/shared_kernels.h"
+#include "systems/tutel/tutel_capacity.h"
+#include "systems/tutel/tutel_system.h"
+
+namespace moehub {
+
+TutelConfig TutelConfig::from(const Config& c) {
+  TutelConfig t;
+  t.capacity_factor = c.real("systems.tutel.capacity_factor");
+  const std::string& d = c.string("systems.tutel.overlap_degree");
+  t.overlap_degree = d == "adaptive" ? 0 : static_cast<int>(std::stoi(d));
+  t.nccl.threads = static_cast<uint32_t>(c.integer("systems.tutel.nccl_cta_threads"));
+  return t;
+}
+
+namespace {
+
+constexpr uint64_t kIndexBytes = 4;  // int32 indices and locations (fast_dispatch.py)
+constexpr uint64_t kScoreBytes = 4;  // fp32 gate scores
+
+uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
+
+}  // namespace
+
+std::vector<TutelDegreeEstimate> tutel_degree_estimates(const gpu::GpuConfig& gpu, const ModelShape& m, int64_t gpus,
+                                                        int64_t local_experts, double cf, int64_t tokens_per_gpu,
+                                                        int64_t max_rows, Bandwidth link_bandwidth) {
+  // scatter all-to-all, permute, GEMM1, activation, GEMM2, permute back, gather all-to-all
+  constexpr int kernels_per_chunk = 7;
+  const double hbm = static_cast<double>(gpu.hbm_achievable().bytes_per_second());
+  // One GEMM alone on the GPU: its tile waves (every tile takes the same time) or its operand
+  // traffic, whichever is longer.
+  const auto gemm_seconds = [&](uint64_t groups, uint64_t rows, uint64_t n, uint64_t k) {
+    const gpu::GemmModel g(gpu, gpu::GemmProblem{std::vector<uint64_t>(groups, rows), n, k, static_cast<uint32_t>(m.dtype_bytes)});
+    return std::max(static_cast<double>(g.waves()) * g.tile(0).compute.seconds(),
+                    static_cast<double>(g.hbm_bytes()) / hbm);
+  };
+  std::vector<TutelDegreeEstimate> out;
+  for (int d : {1, 2, 4, 8}) {
+    const int64_t cap = tutel_capacity(cf, tokens_per_gpu, m.experts(), m.top_k(), max_rows, d);
+    const int64_t rows = gpus * cap / d;
+    if (local_experts < 1 || rows < 1) break;
+    const double f = gemm_seconds(u(local_experts), u(rows), u(m.gemm1_cols()), u(m.hidden)) +
+                     gemm_seconds(u(local_experts), u(rows), u(m.hidden), u(m.ffn_hidden));
+    const double chunk_bytes = static_cast<double>((gpus - 1) * local_experts * (cap / d) * m.row_bytes());
+    const double c = chunk_bytes / static_cast<double>(link_bandwidth.bytes_per_second());
+    const double t = 2 * c + f + (d - 1) * std::max(2 * c, f) + d * kernels_per_chunk * gpu.launch_gap.seconds();
+    out.push_back({d, t});
+  }
+  return out;
+}
+
+int tutel_adaptive_degree(const gpu::GpuConfig& gpu, const ModelShape& m, int64_t gpus, int64_t local_experts, double cf,
+                          int64_t tokens_per_gpu, int64_t max_rows, Bandwidth link_bandwidth) {
+  int best = 1;
+  double best_t = std::numeric_limits<double>::infinity();
+  for (const TutelDegreeEstimate& e :
+       tutel_degree_estimates(gpu, m, gpus, local_experts, cf, tokens_per_gpu, max_rows, link_bandwidth)) {
+    if (e.seconds < best_t) {
+      best_t = e.seconds;
+      best = e.degree;
+    }
+  }
+  return best;
+}
+
+namespace {
+
+class TutelSystem final : public MoeSystem {
+ public:
+  explicit TutelSystem(TutelConfig cfg) : cfg_(cfg) {}
+
+  void start(Cluster& c) override {
+    cluster_ = &c;
+    const Workload& w = c.workload();
+    const ModelShape& m = w.model();
+    n_ = c.gpus();
+    tokens_per_gpu_ = w.tokens().max_count();
+    const int64_t max_rows = max_rows_per_source_expert(w);
+    int64_t max_local = 0;
+    for (int g = 0; g < n_; ++g) max_local = std::max<int64_t>(max_local, static_cast<int64_t>(w.placement().local_experts(g).size()));
+    degree_ = cfg_.overlap_degree > 0 ? cfg_.overlap_degree
+                                      : tutel_adaptive_degree(c.gpu_config(), m, n_, max_local, cfg_.capacity_factor,
+                                                              tokens_per_gpu_, max_rows,
+                                                              c.network().config().gpu_bandwidth);
+    capacity_ = tutel_capacity(cfg_.capacity_factor, tokens_per_gpu_, m.experts(), m.top_k(), max_rows, degree_);
+    if (capacity_ < 1) throw UserError("systems.tutel.capacity_factor", "gives a capacity of 0 rows per expert");
+    slots_ = std::make_unique<TutelSlots>(w, capacity_);
+    chunk_ = capacity_ / degree_;
+
+    // Equal splits: every GPU sends each GPU that GPU's experts' chunk, padding included.
+    const uint64_t row = m.row_bytes();
+    std::vector<std::vector<uint64_t>> bytes(u(n_), std::vector<uint64_t>(u(n_), 0));
+    for (int s = 0; s < n_; ++s) {
+      for (int d = 0; d < n_; ++d) bytes[u(s)][u(d)] = u(local(d)) * u(chunk_) * row;
+    }
+    for (int i = 0; i < degree_; ++i) {
+      scatter_.push_back(std::make_unique<NcclGroupCall>(c, fmt::format("tutel_a2a_scatter_{}", i), bytes, cfg_.nccl));
+      gather_.push_back(std::make_unique<NcclGroupCall>(c, fmt::format("tutel_a2a_gather_{}", i), transpose(bytes), cfg_.nccl));
+    }
+    if (cfg_.capacity_factor <= 0) {
+      // simple_all_reduce(MAX) of one int32, modelled as each GPU sending it to every GPU.
+      std::vector<std::vector<uint64_t>> b(u(n_), std::vector<uint64_t>(u(n_), kIndexBytes));
+      capacity_reduce_ = std::make_unique<NcclGroupCall>(c, "tutel_capacity_allreduce", b, cfg_.nccl);
+    }
+    if (c.functional()) setup_functional();
+    for (int g = 0; g < n_; ++g) issue(g);
+  }
+
+  nlohmann::json stats(Cluster& c) override {
+    int64_t padded = 0, slots = 0;
+    for (int d = 0; d < n_; ++d) {
+      for (int64_t e : c.workload().placement().local_experts(d)) {
+        for (int s = 0; s < n_; ++s) {
+          slots += capacity_;
+          padded += capacity_ - slots_->kept(s, e);
+        }
+      }
+    }
+    return {{"capacity", capacity_},
+            {"capacity_factor", cfg_.capacity_factor},
+            {"overlap_degree", degree_},
+            {"dropped_rows", slots_->dropped_rows()},
+            {"dropped_tokens", slots_->dropped_tokens()},
+            {"expert_slots", slots},
+            {"padding_rows", padded},
+            {"host_syncs_per_gpu", cfg_.capacity_factor > 0 ? 0 : 1}};
+  }
+
+ private:
+  int local(int g) const { return static_cast<int>(cluster_->workload().placement().local_experts(g).size()); }
+
+  static std::vector<std::vector<uint64_t>> transpose(const std::vector<std::vector<uint64_t>>& m) {
+    std::vector<std::vector<uint64_t>> t(m.size(), std::vector<uint64_t>(m.size(), 0));
+    for (size_t a = 0; a < m.size(); ++a) {
+      for (size_t b = 0; b < m.size(); ++b) t[b][a] = m[a][b];
+    }
+    return t;
+  }
+
+  // GPU g's host program, in Tutel's issue order.
+  void issue(int g) {
+    Cluster& c = *cluster_;
+    SharedKernels k(c);
+    const ModelShape& m = c.model();
+    gpu::Gpu& gpu = c.gpu(g);
+    gpu::Stream& s = c.stream(g);
+    gpu::Stream& ns = gpu.create_stream("tutel_nccl");
+    gpu::Host& host = c.host(g);
+    const int64_t tokens = c.workload().tokens().count(g);
+    const uint64_t t = u(tokens), e = u(m.experts()), h = u(m.hidden), eb = u(m.dtype_bytes);
+
+    k.launch_routing(g, s, tokens);
+    // extract_critical, per top-k slot: one-hot mask [T, E] (zeros + scatter), gate value
+    // (mask x scores, row sum), cumsum of the mask (fast_cumsum_sub_one) and the location
+    // (mask x cumsum, row sum, plus the base of earlier slots).
+    for (int64_t j = 0; j < m.top_k(); ++j) {
+      c.launch(g, s, Activity::DataShuffle, k.memory(g, "tutel_one_hot", t * kIndexBytes + t * e * kIndexBytes));
+      c.launch(g, s, Activity::DataShuffle, k.memory(g, "tutel_gate_value", 2 * t * e * kScoreBytes + t * kScoreBytes));
+      c.launch(g, s, Activity::DataShuffle, k.memory(g, "tutel_cumsum", 2 * t * e * kIndexBytes));
+      c.launch(g, s, Activity::DataShuffle, k.memory(g, "tutel_location", 2 * t * e * kIndexBytes + t * kIndexBytes));
+    }
+    if (capacity_reduce_) {
+      // capacity_factor <= 0: all-reduce(MAX) of the largest location, then int(...) on the host.
+      capacity_reduce_->launch(g, s);
+      c.host_sync(g, s, kIndexBytes, Time::zero(), nullptr);
+    }
+    // fast_encode: zeroed [E * capacity, H] buffer, then one scatter kernel per slot.
+    const uint64_t buffer_rows = e * u(capacity_);
+    gpu::KernelSpec zero = k.memory(g, "tutel_encode_zeros", buffer_rows * h * eb);
+    zero.on_done = [this, g] { functional_zero(g); };
+    c.launch(g, s, Activity::DataShuffle, std::move(zero));
+    for (int64_t j = 0; j < m.top_k(); ++j) {
+      gpu::KernelSpec sc = k.permute(g, t, "tutel_encode_scatter");
+      sc.on_done = [this, g, j] { functional_encode(g, j); };
+      c.launch(g, s, Activity::DataShuffle, std::move(sc));
+    }
+
+    // a2a_ffn_overlap_forward: the NCCL stream waits for the encoded buffer, then sends every
+    // chunk; the compute stream runs each chunk's experts once its chunk has arrived; the
+    // combine of each chunk follows all sends on the same NCCL stream.
+    const gpu::EventId encoded = gpu.create_event("tutel_encoded");
+    host.record(s, encoded);
+    host.wait(ns, encoded);
+    std::vector<gpu::EventId> arrived, computed;
+    for (int i = 0; i < degree_; ++i) {
+      arrived.push_back(gpu.create_event(fmt::format("tutel_scatter_{}", i)));
+      computed.push_back(gpu.create_event(fmt::format("tutel_experts_{}", i)));
+      scatter_[u(i)]->launch(g, ns, [this, g, i] { mark_dispatch(g, i); });
+      host.record(ns, arrived.back());
+    }
+    const int el = local(g);
+    const uint64_t chunk_rows = u(n_) * u(chunk_);  // per local expert: every source's chunk
+    for (int i = 0; i < degree_; ++i) {
+      host.wait(s, arrived[u(i)]);
+      if (el > 0) {
+        gpu::KernelSpec pre = k.permute(g, u(el) * chunk_rows, "tutel_pre_expert_permute");
+        pre.on_done = [this, g, i] { functional_pre_permute(g, i); };
+        c.launch(g, s, Activity::DataShuffle, std::move(pre));
+        const std::vector<uint64_t> rows(u(el), chunk_rows);
+        gpu::KernelSpec g1 = k.gemm1_model(rows).kernel("tutel_gemm1", gemm1_hooks(g, i));
+        if (i == degree_ - 1) g1.on_done = [&c, g] { c.phases(g).gemm1_end = c.sim().now(); };
+        c.launch(g, s, Activity::ExpertCompute, std::move(g1));
+        c.launch(g, s, Activity::ExpertCompute, k.activation(g, u(el) * chunk_rows));
+        c.launch(g, s, Activity::ExpertCompute, k.gemm2_model(rows).kernel("tutel_gemm2", gemm2_hooks(g, i)));
+        gpu::KernelSpec post = k.permute(g, u(el) * chunk_rows, "tutel_post_expert_permute");
+        post.on_done = [this, g, i] { functional_post_permute(g, i); };
+        c.launch(g, s, Activity::DataShuffle, std::move(post));
+      }
+      host.record(s, computed[u(i)]);
+    }
+    const gpu::EventId combined = gpu.create_event("tutel_combined");
+    for (int i = 0; i < degree_; ++i) {
+      host.wait(ns, computed[u(i)]);
+      gather_[u(i)]->launch(g, ns, [this, g, i] { mark_combine(g, i); });
+    }
+    host.record(ns, combined);
+    host.wait(s, combined);
+    // fast_decode: one gather per slot from (expert, location), then the weighted sum.
+    for (int64_t j = 0; j < m.top_k(); ++j) c.launch(g, s, Activity::DataShuffle, k.permute(g, t, "tutel_decode_gather"));
+    gpu::KernelSpec sc = k.scaling(g, t);
+    sc.on_done = [this, g] {
+      functional_decode(g);
+      cluster_->layer_done(g);
+    };
+    c.launch(g, s, Activity::Scaling, std::move(sc));
+  }
+
+  void mark_dispatch(int g, int i) {
+    PhaseMarks& p = cluster_->phases(g);
+    if (i == 0) p.dispatch_start = scatter_[0]->resident_at(g);
+    if (i == degree_ - 1) p.dispatch_end = cluster_->sim().now();
+  }
+  void mark_combine(int g, int i) {
+    PhaseMarks& p = cluster_->phases(g);
+    if (i == 0) p.combine_start = gather_[0]->resident_at(g);
+    if (i == degree_ - 1) p.combine_end = cluster_->sim().now();
+  }
+
+  // --- functional mode: real rows through the padded buffers ---
+  // disp[g]:  [E][capacity] encoded rows (zeros where nothing was placed)
+  // recv[g]:  [src][local expert][capacity] rows received by the scatter all-to-all
+  // xin[g]:   [local expert][src][capacity] after pre_expert_permute
+  // act[g], yout[g]: GEMM1 (+activation) and GEMM2 outputs, indexed like xin
+  // ysend[g]: [src][local expert][capacity] after post_expert_permute
+  // comb[g]:  [E][capacity] the combined rows back at the source GPU
+  struct Buffers {
+    RowBuffer disp, recv, xin, act, yout, ysend, comb;
+  };
+
+  void setup_functional() {
+    Cluster& c = *cluster_;
+    FunctionalData& fd = *c.functional();
+    const Workload& w = c.workload();
+    const int64_t h = fd.hidden(), f = fd.ffn(), e = w.model().experts();
+    for (int g = 0; g < n_; ++g) {
+      const int64_t local_rows = int64_t{local(g)} * n_ * capacity_;
+      buffers_.push_back(Buffers{RowBuffer(fmt::format("tutel gpu{} dispatch", g), e * capacity_, h),
+                                 RowBuffer(fmt::format("tutel gpu{} received", g), local_rows, h),
+                                 RowBuffer(fmt::format("tutel gpu{} expert input", g), local_rows, h),
+                                 RowBuffer(fmt::format("tutel gpu{} activation", g), local_rows, f),
+                                 RowBuffer(fmt::format("tutel gpu{} expert output", g), local_rows, h),
+                                 RowBuffer(fmt::format("tutel gpu{} combine send", g), local_rows, h),
+                                 RowBuffer(fmt::format("tutel gpu{} combined", g), e * capacity_, h)});
+    }
+    // The reference drops the same (token, slot) rows: Tutel's capacity semantics.
+    for (int64_t t = 0; t < w.routing().tokens(); ++t) {
+      std::vector<int64_t> dropped;
+      for (int64_t j = 0; j < w.routing().top_k(); ++j) {
+        if (slots_->dropped(t, j)) dropped.push_back(j);
+      }
+      if (!dropped.empty()) fd.expect_dropped(t, dropped);
+    }
+    for (int i = 0; i < degree_; ++i) {
+      scatter_[u(i)]->set_hooks([this, i](int s, int d) { move_scatter(s, d, i, false); },
+                                [this, i](int s, int d) { move_scatter(s, d, i, true); });
+      gather_[u(i)]->set_hooks([this, i](int s, int d) { move_gather(s, d, i, false); },
+                               [this, i](int s, int d) { move_gather(s, d, i, true); });
+    }
+  }
+
+  Buffers* buf(int g) { return cluster_->functional() ? &buffers_[u(g)] : nullptr; }
+  int64_t chunk_slot(int i, int64_t c) const { return i * chunk_ + c; }
+
+  void functional_zero(int g) {
+    Buffers* b = buf(g);
+    if (!b) return;
+    const std::vector<float> zeros(u(b->disp.cols()), 0.0f);
+    for (int64_t r = 0; r < b->disp.rows(); ++r) b->disp.write(r, zeros.data());
+  }
+
+  void functional_encode(int g, int64_t j) {
+    Buffers* b = buf(g);
+    if (!b) return;
+    const Workload& w = cluster_->workload();
+    for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
+      if (slots_->dropped(t, j)) continue;
+      b->disp.write(w.routing().expert(t, j) * capacity_ + slots_->location(t, j), cluster_->functional()->input_row(t));
+    }
+  }
+
+  // Scatter chunk i from s to d: s's rows for d's experts, slots of chunk i. Read at the
+  // start (the sender's buffer must be encoded), written into d's receive buffer on delivery.
+  void move_scatter(int s, int d, int i, bool deliver) {
+    FunctionalData& fd = *cluster_->functional();
+    const auto& experts = cluster_->workload().placement().local_experts(d);
+    for (size_t l = 0; l < experts.size(); ++l) {
+      for (int64_t c = 0; c < chunk_; ++c) {
+        const int64_t slot = chunk_slot(i, c);
+        const float* row = buffers_[u(s)].disp.read(experts[l] * capacity_ + slot, fd);
+        if (deliver) buffers_[u(d)].recv.write((s * int64_t{local(d)} + static_cast<int64_t>(l)) * capacity_ + slot, row);
+      }
+    }
+  }
+
+  void move_gather(int s, int d, int i, bool deliver) {
+    // s holds the experts; d is the source GPU the rows return to.
+    FunctionalData& fd = *cluster_->functional();
+    const auto& experts = cluster_->workload().placement().local_experts(s);
+    for (size_t l = 0; l < experts.size(); ++l) {
+      for (int64_t c = 0; c < chunk_; ++c) {
+        const int64_t slot = chunk_slot(i, c);
+        const float* row = buffers_[u(s)].ysend.read((d * int64_t{local(s)} + static_cast<int64_t>(l)) * capacity_ + slot, fd);
+        if (deliver) buffers_[u(d)].comb.write(experts[l] * capacity_ + slot, row);
+      }
+    }
+  }
+
+  void functional_pre_permute(int g, int i) {
+    Buffers* b = buf(g);
+    if (!b) return;
+    FunctionalData& fd = *cluster_->functional();
+    for (int l = 0; l < local(g); ++l) {
+      for (int s = 0; s < n_; ++s) {
+        for (int64_t c = 0; c < chunk_; ++c) {
+          const int64_t slot = chunk_slot(i, c);
+          b->xin.write((int64_t{l} * n_ + s) * capacity_ + slot, b->recv.read((int64_t{s} * local(g) + l) * capacity_ + slot, fd));
+        }
+      }
+    }
+  }
+
+  void functional_post_permute(int g, int i) {
+    Buffers* b = buf(g);
+    if (!b) return;
+    FunctionalData& fd = *cluster_->functional();
+    for (int l = 0; l < local(g); ++l) {
+      for (int s = 0; s < n_; ++s) {
+        for (int64_t c = 0; c < chunk_; ++c) {
+          const int64_t slot = chunk_slot(i, c);
+          b->ysend.write((int64_t{s} * local(g) + l) * capacity_ + slot, b->yout.read((int64_t{l} * n_ + s) * capacity_ + slot, fd));
+        }
+      }
+    }
+  }
+
+  // Row r of local expert l's GEMM rows in chunk i: source r / chunk, slot i * chunk + r % chunk.
+  int64_t gemm_row_index(int l, int i, int64_t r) const {
+    return (int64_t{l} * n_ + r / chunk_) * capacity_ + chunk_slot(i, r % chunk_);
+  }
+
+  // The first tile column of each tile row computes that row block when it is dispatched:
+  // `row(fd, expert, buffers, index, out)` for each of its rows, `out` holding `width` floats.
+  template <typename Row>
+  gpu::GemmHooks row_block_hooks(int g, int i, int64_t (FunctionalData::*width)() const, Row row) {
+    if (!cluster_->functional()) return {};
+    gpu::GemmHooks hooks;
+    hooks.before = [this, g, i, width, row](const gpu::GemmTile& tile) -> std::optional<gpu::Step> {
+      if (tile.tile_col != 0) return std::nullopt;
+      FunctionalData& fd = *cluster_->functional();
+      Buffers& b = buffers_[u(g)];
+      const int64_t expert = cluster_->workload().placement().local_experts(g)[tile.group];
+      const int64_t bm = static_cast<int64_t>(cluster_->gpu_config().gemm_tile.m);
+      std::vector<float> out(u((fd.*width)()));
+      for (int64_t r = static_cast<int64_t>(tile.tile_row) * bm; r < static_cast<int64_t>(tile.tile_row) * bm + static_cast<int64_t>(tile.rows); ++r) {
+        row(fd, expert, b, gemm_row_index(static_cast<int>(tile.group), i, r), out.data());
+      }
+      return std::nullopt;
+    };
+    return hooks;
+  }
+
+  gpu::GemmHooks gemm1_hooks(int g, int i) {
+    return row_block_hooks(g, i, &FunctionalData::ffn, [](FunctionalData& fd, int64_t expert, Buffers& b, int64_t idx, float* act) {
+      fd.layer().expert_hidden(expert, b.xin.read(idx, fd), act);
+      b.act.write(idx, act);
+    });
+  }
+
+  gpu::GemmHooks gemm2_hooks(int g, int i) {
+    return row_block_hooks(g, i, &FunctionalData::hidden, [](FunctionalData& fd, int64_t expert, Buffers& b, int64_t idx, float* y) {
+      fd.layer().expert_output(expert, b.act.read(idx, fd), y);
+      b.yout.write(idx, y);
+    });
+  }
+
+  // fast_decode: each kept slot's row from (expert, location), weighted; dropped slots add 0.
+  void functional_decode(int g) {
+    Buffers* b = buf(g);
+    if (!b) return;
+    FunctionalData& fd = *cluster_->functional();
+    const Workload& w = cluster_->workload();
+    std::vector<float> out(u(fd.hidden()));
+    for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
+      std::fill(out.begin(), out.end(), 0.0f);
+      for (int64_t j = 0; j < w.routing().top_k(); ++j) {
+        if (slots_->dropped(t, j)) continue;
+        const float* row = b->comb.read(w.routing().expert(t, j) * capacity_ + slots_->location(t, j), fd);
+        const float wt = w.routing().weight(t, j);
+        for (size_t c = 0; c < out.size(); ++c) out[c] += wt * row[c];
+      }
+      fd.set_output_row(t, out.data());
+    }
+  }
+
+  TutelConfig cfg_;
+  Cluster* cluster_ = nullptr;
+  int n_ = 0;
+  int64_t tokens_per_gpu_ = 0;
+  int degree_ = 1;
+  int64_t capacity_ = 0;
+  int64_t chunk_ = 0;
+  std::unique_ptr<TutelSlots> slots_;
+  std::vector<std::unique_ptr<NcclGroupCall>> scatter_, gather_;
+  std::unique_ptr<NcclGroupCall> capacity_reduce_;
+  std::vector<Buffers> buffers_;
+};
+
+void declare_tutel_params(ParamRegistry& r) {
+  r.real("systems.tutel.capacity_factor",
+         "Tutel capacity factor: > 0 static capacity k*int(cf*ceil(T/E)); 0 dynamic (max count); < 0 dynamic capped at |cf|");
+  r.choice("systems.tutel.overlap_degree", {"adaptive", "1", "2", "4", "8", "16", "32"},
+           "Chunks of the capacity dimension pipelined between all-to-all and experts (adaptive: see docs/systems.md)");
+  r.integer("systems.tutel.nccl_cta_threads", "Threads per NCCL CTA").at_least(32).at_most(1024);
+}
+
+}  // namespace
+
+SystemEntry tutel_system_entry() {
+  return SystemEntry{"tutel", "Tutel: capacity-padded static buffers, pipelined all-to-all overlapped with experts",
+                     declare_tutel_params, [](const Config& c) -> std::unique_ptr<MoeSystem> {
+                       return std::make_unique<TutelSystem>(TutelConfig::from(c));
+                     }};
+}
+
+}  // namespace moehub
