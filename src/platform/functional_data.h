@@ -50,6 +50,20 @@ class FunctionalData {
   const float* input_row(int64_t token) const { return input_.data() + token * hidden_; }
 
   void set_output_row(int64_t token, const float* row);
+  // The scaling step every system ends with: `token`'s output row is the sum, in slot order, of
+  // each slot's routing weight times its expert output row. `row_of(j)` gives slot j's row as
+  // the system holds it (null for a slot the system dropped).
+  template <class RowOf>
+  void combine_token(int64_t token, RowOf&& row_of) {
+    combined_.assign(static_cast<size_t>(hidden_), 0.0f);
+    for (int64_t j = 0; j < routing_.top_k(); ++j) {
+      const float* y = row_of(j);
+      if (!y) continue;
+      const float w = routing_.weight(token, j);
+      for (size_t c = 0; c < combined_.size(); ++c) combined_[c] += w * y[c];
+    }
+    set_output_row(token, combined_.data());
+  }
   // For a system that drops routed rows by design (Tutel's capacity overflow): the expected
   // output of `token` becomes the reference sum over its other slots, in slot order, as if the
   // dropped (token, slot) rows contributed zero. Counted in the report as dropped_rows.
@@ -68,6 +82,7 @@ class FunctionalData {
   std::vector<float> input_;
   std::vector<float> expected_;
   std::vector<float> output_;
+  std::vector<float> combined_;  // combine_token's scratch row
   std::vector<uint8_t> output_written_;
   std::vector<std::string> errors_;
   uint64_t violations_ = 0;

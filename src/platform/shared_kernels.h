@@ -18,6 +18,10 @@ class SharedKernels {
  public:
   explicit SharedKernels(Cluster& cluster);
 
+  // The block of memory-bound kernels (permutes, activation, scaling, counts), from
+  // kernels.memory_block_threads: systems size their own small kernels with it.
+  const gpu::BlockShape& memory_shape() const { return memory_shape_; }
+
   // Gate GEMM (T x H by H x E) then softmax/top-k on GPU g's `tokens` tokens; logged as Routing.
   void launch_routing(int g, gpu::Stream& stream, int64_t tokens);
   // Grouped GEMM1 (rows_e x H by H x F1) over the local experts.

@@ -125,7 +125,7 @@ class CcfuserSystem final : public MoeSystem {
     const uint64_t experts = static_cast<uint64_t>(c.model().experts());
     k_->launch_routing(g, st, tokens);
     c.launch(g, st, Activity::DataShuffle, k_->memory(g, "expert_count", routed * 4 + experts * kCountBytes));
-    const gpu::BlockShape small{static_cast<uint32_t>(c.config().integer("kernels.memory_block_threads"))};
+    const gpu::BlockShape small = k_->memory_shape();
     c.launch(g, st, Activity::Communication, counts_->kernel(g, small));
     c.launch(g, st, Activity::DataShuffle, k_->memory(g, "cumsum", experts * kCountBytes * 2));
     // .item() of the total, assign_pos, .item() of the local total, .cpu() of all counts.
@@ -157,7 +157,7 @@ class CcfuserSystem final : public MoeSystem {
     const uint64_t eb = static_cast<uint64_t>(c.model().dtype_bytes);
     const uint64_t zero = slots * eb * (static_cast<uint64_t>(c.model().hidden) * 2 + static_cast<uint64_t>(c.model().gemm1_cols()));
     c.launch(g, st, Activity::DataShuffle, k_->memory(g, "zero_buffers", zero));
-    const gpu::BlockShape small{static_cast<uint32_t>(c.config().integer("kernels.memory_block_threads"))};
+    const gpu::BlockShape small = k_->memory_shape();
     c.launch(g, st, Activity::Communication, barrier1_->kernel(g, small));
     if (!pl.blocks.empty()) {
       gpu::KernelSpec g1 = fused_kernel(g, 1);
@@ -397,15 +397,8 @@ class CcfuserSystem final : public MoeSystem {
     if (!fd) return;
     PerGpu& s = gpu_[static_cast<size_t>(g)];
     const Workload& w = c_->workload();
-    std::vector<float> out(static_cast<size_t>(fd->hidden()));
     for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
-      std::fill(out.begin(), out.end(), 0.0f);
-      for (int32_t j = 0; j < w.routing().top_k(); ++j) {
-        const float* y = s.out.read(source_row(g, RowRef{t, j}), *fd);
-        const float wt = w.routing().weight(t, j);
-        for (size_t c = 0; c < out.size(); ++c) out[c] += wt * y[c];
-      }
-      fd->set_output_row(t, out.data());
+      fd->combine_token(t, [&](int64_t j) { return s.out.read(source_row(g, RowRef{t, static_cast<int32_t>(j)}), *fd); });
     }
   }
 

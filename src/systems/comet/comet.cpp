@@ -131,7 +131,7 @@ class CometSystem final : public MoeSystem {
     }
     const int64_t tokens = c.workload().tokens().count(g);
     k_->launch_routing(g, st, tokens);
-    const gpu::BlockShape small{static_cast<uint32_t>(c.config().integer("kernels.memory_block_threads"))};
+    const gpu::BlockShape small = k_->memory_shape();
     c.launch(g, st, Activity::Communication, counts_->kernel(g, small));
 
     if (p_.dispatch == CometParams::Dispatch::CopyEngineGets) {
@@ -182,7 +182,7 @@ class CometSystem final : public MoeSystem {
     const uint64_t out_bytes = static_cast<uint64_t>(c.gpus()) * static_cast<uint64_t>(c.workload().tokens().count(g)) *
                                c.model().row_bytes();
     c.launch(g, st, Activity::DataShuffle, k_->memory(g, "output_buffer_zero", out_bytes));
-    const gpu::BlockShape small{static_cast<uint32_t>(c.config().integer("kernels.memory_block_threads"))};
+    const gpu::BlockShape small = k_->memory_shape();
     c.launch(g, st, Activity::Communication, barrier1_->kernel(g, small));
     const gpu::EventId ready = c.gpu(g).create_event("layer1 barrier");
     c.host(g).record(st, ready);

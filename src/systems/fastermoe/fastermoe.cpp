@@ -330,15 +330,8 @@ class FasterMoeSystem final : public MoeSystem {
     const Workload& w = cluster_->workload();
     Buffers& b = buffers_[u(g)];
     const int64_t k = w.routing().top_k();
-    std::vector<float> out(u(fd.hidden()));
     for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
-      std::fill(out.begin(), out.end(), 0.0f);
-      for (int64_t j = 0; j < k; ++j) {
-        const float* row = b.gathered.read((t - w.tokens().begin(g)) * k + j, fd);
-        const float wt = w.routing().weight(t, j);
-        for (size_t c = 0; c < out.size(); ++c) out[c] += wt * row[c];
-      }
-      fd.set_output_row(t, out.data());
+      fd.combine_token(t, [&](int64_t j) { return b.gathered.read((t - w.tokens().begin(g)) * k + j, fd); });
     }
   }
 

@@ -47,17 +47,14 @@ class IdealSystem final : public MoeSystem {
     if (!fd) return;
     const Workload& w = cluster.workload();
     const int64_t h = fd->hidden();
-    std::vector<float> act(static_cast<size_t>(fd->ffn())), y(static_cast<size_t>(h)), out(static_cast<size_t>(h));
+    std::vector<float> act(static_cast<size_t>(fd->ffn())), y(static_cast<size_t>(h));
     for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
-      std::fill(out.begin(), out.end(), 0.0f);
-      for (int64_t j = 0; j < w.routing().top_k(); ++j) {
+      fd->combine_token(t, [&](int64_t j) {
         const int64_t e = w.routing().expert(t, j);
         fd->layer().expert_hidden(e, fd->input_row(t), act.data());
         fd->layer().expert_output(e, act.data(), y.data());
-        const float wt = w.routing().weight(t, j);
-        for (int64_t c = 0; c < h; ++c) out[static_cast<size_t>(c)] += wt * y[static_cast<size_t>(c)];
-      }
-      fd->set_output_row(t, out.data());
+        return y.data();
+      });
     }
   }
 };

@@ -4,26 +4,24 @@
 #include "systems/moehub/moehub_system.h"
 
 namespace moehub {
+namespace {
 
-SystemEntry moehub_system_entry() {
-  return SystemEntry{"moehub", "MoE-Hub: st.rowsp + AAU, RPM at the egress, DAM-gated GEMM tiles (paper IV)",
-                     declare_moehub_params,
-                     [](const Config& c) { return make_moehub_system(c, MoeHubVariant{true, true}); }};
+template <const MoeHubVariant& V>
+std::unique_ptr<MoeSystem> make_variant(const Config& c) {
+  return make_moehub_system(c, V);
 }
 
-SystemEntry mh_base_system_entry() {
-  return SystemEntry{"mh-base", "MoE-Hub ablation: st.rowsp + AAU, stores in issue order, polling consumers (VI-C)",
-                     nullptr, [](const Config& c) { return make_moehub_system(c, MoeHubVariant{false, false}); }};
+// The parameters are shared: only the full design's entry declares them.
+template <const MoeHubVariant& V>
+SystemEntry entry_of(void (*declare)(ParamRegistry&)) {
+  return SystemEntry{V.name, V.description, declare, make_variant<V>};
 }
 
-SystemEntry mh_pkt_system_entry() {
-  return SystemEntry{"mh-pkt", "MoE-Hub ablation: MH-Base + Runtime Packet Manager (VI-C)", nullptr,
-                     [](const Config& c) { return make_moehub_system(c, MoeHubVariant{true, false}); }};
-}
+}  // namespace
 
-SystemEntry mh_dep_system_entry() {
-  return SystemEntry{"mh-dep", "MoE-Hub ablation: MH-Base + Data Availability Manager (VI-C)", nullptr,
-                     [](const Config& c) { return make_moehub_system(c, MoeHubVariant{false, true}); }};
-}
+SystemEntry moehub_system_entry() { return entry_of<kMoeHub>(declare_moehub_params); }
+SystemEntry mh_base_system_entry() { return entry_of<kMhBase>(nullptr); }
+SystemEntry mh_pkt_system_entry() { return entry_of<kMhPkt>(nullptr); }
+SystemEntry mh_dep_system_entry() { return entry_of<kMhDep>(nullptr); }
 
 }  // namespace moehub

@@ -80,7 +80,7 @@ void MoeHubSystemImpl::launch_layer(int g) {
 
   gpu::KernelSpec topk;
   topk.name = "router_topk_rowsp";
-  topk.shape.threads = static_cast<uint32_t>(c.config().integer("kernels.memory_block_threads"));
+  topk.shape = kernels_->memory_shape();
   topk.blocks = c.gpu_config().sm_count * c.gpu(g).blocks_per_sm(topk.shape);
   topk.program = routing_program(g, topk.blocks);
   topk.on_done = [this, g] { fabric_->flush(g); };  // kernel end: partly merged RPM entries may leave
@@ -108,7 +108,7 @@ void MoeHubSystemImpl::launch_layer(int g) {
   }
   gpu::KernelSpec scaling;
   scaling.name = "scaling";
-  scaling.shape.threads = static_cast<uint32_t>(c.config().integer("kernels.memory_block_threads"));
+  scaling.shape = kernels_->memory_shape();
   scaling.blocks = static_cast<uint32_t>((tokens + h.tokens_per_group - 1) / h.tokens_per_group);
   scaling.program = scaling_program(g, scaling.blocks);
   scaling.on_done = [&c, g] { c.layer_done(g); };

@@ -18,11 +18,12 @@
 
 namespace moehub {
 
+// Values come only from configs/defaults.toml (systems.moehub.*), through from().
 struct MoeHubParams {
-  double capacity_factor = 0.0;       // region capacity over the mean rows per expert (0: all tokens)
-  uint32_t metadata_bytes = 8;        // source-metadata column
-  uint32_t dispatch_transaction_bytes = 128;
-  uint32_t epilogue_transaction_bytes = 64;
+  double capacity_factor = 0;         // region capacity over the mean rows per expert (0: all tokens)
+  uint32_t metadata_bytes = 0;        // source-metadata column
+  uint32_t dispatch_transaction_bytes = 0;
+  uint32_t epilogue_transaction_bytes = 0;
   static MoeHubParams from(const Config& c);
 };
 

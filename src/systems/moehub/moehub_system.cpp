@@ -295,15 +295,8 @@ void MoeHubSystemImpl::functional_scaling(int g, int64_t first, int64_t last) {
   HubGpu& h = gpus_[static_cast<size_t>(g)];
   const Routing& routing = cluster_->workload().routing();
   const int64_t k = routing.top_k(), begin = cluster_->workload().tokens().begin(g);
-  std::vector<float> out(static_cast<size_t>(fd->hidden()));
   for (int64_t t = first; t < last; ++t) {
-    std::fill(out.begin(), out.end(), 0.0f);
-    for (int64_t j = 0; j < k; ++j) {
-      const float* y = h.combine.read(t * k + j, *fd);
-      const float wt = routing.weight(begin + t, j);
-      for (size_t c = 0; c < out.size(); ++c) out[c] += wt * y[c];
-    }
-    fd->set_output_row(begin + t, out.data());
+    fd->combine_token(begin + t, [&](int64_t j) { return h.combine.read(t * k + j, *fd); });
   }
 }
 

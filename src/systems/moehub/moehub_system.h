@@ -15,10 +15,20 @@
 
 namespace moehub {
 
+// A MoE-Hub system is a named set of hub units on top of st.rowsp and the AAU.
 struct MoeHubVariant {
-  bool rpm = false;  // hardware packet management (PKT)
-  bool dam = false;  // hardware signalling (DEP)
+  const char* name;
+  const char* description;
+  bool rpm;  // hardware packet management (PKT)
+  bool dam;  // hardware signalling (DEP)
 };
+
+inline constexpr MoeHubVariant kMoeHub{
+    "moehub", "MoE-Hub: st.rowsp + AAU, RPM at the egress, DAM-gated GEMM tiles (paper IV)", true, true};
+inline constexpr MoeHubVariant kMhBase{
+    "mh-base", "MoE-Hub ablation: st.rowsp + AAU, stores in issue order, polling consumers (VI-C)", false, false};
+inline constexpr MoeHubVariant kMhPkt{"mh-pkt", "MoE-Hub ablation: MH-Base + Runtime Packet Manager (VI-C)", true, false};
+inline constexpr MoeHubVariant kMhDep{"mh-dep", "MoE-Hub ablation: MH-Base + Data Availability Manager (VI-C)", false, true};
 
 // `systems.moehub.*`: shared by moehub and its ablations (they are the same system with units off).
 void declare_moehub_params(ParamRegistry& registry);

@@ -421,16 +421,11 @@ class TutelSystem final : public MoeSystem {
     if (!b) return;
     FunctionalData& fd = *cluster_->functional();
     const Workload& w = cluster_->workload();
-    std::vector<float> out(u(fd.hidden()));
     for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
-      std::fill(out.begin(), out.end(), 0.0f);
-      for (int64_t j = 0; j < w.routing().top_k(); ++j) {
-        if (slots_->dropped(t, j)) continue;
-        const float* row = b->comb.read(w.routing().expert(t, j) * capacity_ + slots_->location(t, j), fd);
-        const float wt = w.routing().weight(t, j);
-        for (size_t c = 0; c < out.size(); ++c) out[c] += wt * row[c];
-      }
-      fd.set_output_row(t, out.data());
+      fd.combine_token(t, [&](int64_t j) -> const float* {
+        if (slots_->dropped(t, j)) return nullptr;
+        return b->comb.read(w.routing().expert(t, j) * capacity_ + slots_->location(t, j), fd);
+      });
     }
   }
 
