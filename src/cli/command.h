@@ -30,8 +30,4 @@ void add_bench_net_command(CLI::App& bench, CliContext& ctx);
 void add_bench_gemm_command(CLI::App& bench, CliContext& ctx);
 void add_area_command(CLI::App& app, CliContext& ctx);
 void add_figures_command(CLI::App& app, CliContext& ctx);
-// The resolved configuration of one point of a figure's sweep (figures_command.cpp).
-struct SweepSetting;
-Config config_from_settings(const CliContext& ctx, const std::vector<SweepSetting>& settings);
-
 }  // namespace moehub

@@ -40,18 +40,6 @@ struct FiguresOptions {
 
 }  // namespace
 
-Config config_from_settings(const CliContext& ctx, const std::vector<SweepSetting>& settings) {
-  ConfigRequest req;
-  const PresetCatalog catalog = ctx.catalog();
-  for (const auto& s : settings) {
-    // Presets are looked up here first so that an unknown name points at the figure file.
-    if (s.path == "run.model") catalog.resolve(PresetKind::Model, s.text, s.origin);
-    if (s.path == "run.hardware") catalog.resolve(PresetKind::Hardware, s.text, s.origin);
-    req.flags.push_back({s.path, s.text, s.origin});
-  }
-  return build_config(catalog, *ctx.registry, req);
-}
-
 namespace {
 
 // The chosen figures and, after them, the figures their tables read.
@@ -107,7 +95,8 @@ int run_figures(const CliContext& ctx, const FiguresOptions& o) {
   if (!fs::is_directory(out_dir, ec)) throw UserError("--out", fmt::format("cannot create '{}'", o.out));
 
   FigureContext context;
-  context.build_config = [&ctx](const std::vector<SweepSetting>& s) { return config_from_settings(ctx, s); };
+  const ConfigSource configs(ctx.catalog(), *ctx.registry);
+  context.configs = &configs;
   context.systems_source_dir = o.source_dir.empty() ? (config_dir / "..").lexically_normal() / "src" / "systems"
                                                      : fs::path(o.source_dir);
   for (const auto& s : all_systems()) context.registered_systems.push_back(s.name);
@@ -133,13 +122,7 @@ int run_figures(const CliContext& ctx, const FiguresOptions& o) {
   }
 
   const ResultCache cache(out_dir / "cache");
-  SweepRunner runner(
-      [&ctx](const SweepPoint& point, const std::string& system) {
-        std::vector<SweepSetting> settings = point.settings;
-        settings.push_back({"run.systems", system, "figures"});
-        return config_from_settings(ctx, settings);
-      },
-      cache, binary_fingerprint(), jobs, &std::cerr);
+  SweepRunner runner(configs, cache, binary_fingerprint(), jobs, &std::cerr);
   const std::vector<RunOutcome> outcomes = runner.run(requests);
   for (size_t i = 0; i < outcomes.size(); ++i) {
     const auto& [figure, p, s] = where[i];

@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "config/config_builder.h"
+#include "figures/config_source.h"
 #include "figures/figure_spec.h"
 #include "figures/sweep_runner.h"
 #include "systems/system_registry.h"
@@ -18,11 +19,12 @@ namespace {
 
 int validate_figure(const CliContext& ctx, const std::string& file) {
   const FigureSpec spec = load_figure_spec(file);
+  const ConfigSource configs(ctx.catalog(), *ctx.registry);
   size_t points[2] = {0, 0};
   std::set<std::string> unregistered;
   for (bool quick : {false, true}) {
     for (const SweepPoint& p : spec.points(quick)) {
-      check_point_workload(config_from_settings(ctx, p.settings), p);
+      check_point_workload(configs.build(p.settings), p);
       ++points[quick];
     }
     if (spec.has_sweep()) {
@@ -32,7 +34,7 @@ int validate_figure(const CliContext& ctx, const std::string& file) {
     }
   }
   if (spec.kind == "area") {
-    config_from_settings(ctx, {{"run.hardware", spec.hardware, file + ": figure.hardware"}});
+    configs.build({{"run.hardware", spec.hardware, file + ": figure.hardware"}});
   }
   std::cout << fmt::format("{}: ok (figure '{}' of kind {}: {} points resolved ({} in --quick)", file, spec.name,
                            spec.kind, points[0], points[1]);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "figures/config_source.h"
 #include "figures/figure_spec.h"
 #include "figures/plot.h"
 
@@ -55,7 +56,7 @@ struct FigureOutput {
 // What the builders need besides the runs.
 struct FigureContext {
   std::map<std::string, FigureRuns> runs;  // every sweep figure that ran, by name
-  std::function<Config(const std::vector<SweepSetting>&)> build_config;
+  const ConfigSource* configs = nullptr;  // resolves a figure's own settings (its hardware)
   std::filesystem::path systems_source_dir;  // src/systems of the checkout; empty if unknown
   std::vector<std::string> registered_systems;
 };

@@ -61,9 +61,9 @@ void parallel_for(size_t n, unsigned jobs, const std::function<void(size_t)>& bo
   if (first) std::rethrow_exception(first);
 }
 
-SweepRunner::SweepRunner(PointConfigFactory factory, const ResultCache& cache, std::string binary, unsigned jobs,
+SweepRunner::SweepRunner(const ConfigSource& configs, const ResultCache& cache, std::string binary, unsigned jobs,
                          std::ostream* progress)
-    : factory_(std::move(factory)), cache_(cache), binary_(std::move(binary)), jobs_(std::max(1u, jobs)),
+    : configs_(configs), cache_(cache), binary_(std::move(binary)), jobs_(std::max(1u, jobs)),
       progress_(progress) {}
 
 std::vector<RunOutcome> SweepRunner::run(const std::vector<RunRequest>& requests) {
@@ -84,7 +84,9 @@ std::vector<RunOutcome> SweepRunner::run(const std::vector<RunRequest>& requests
   std::vector<bool> check_workload(requests.size(), false);
   for (const auto& [id, i] : first_of_point) check_workload[i] = true;
   parallel_for(requests.size(), jobs_, [&](size_t i) {
-    prepared[i].config.emplace(factory_(requests[i].point, requests[i].system));
+    std::vector<SweepSetting> settings = requests[i].point.settings;
+    settings.push_back({"run.systems", requests[i].system, "figures"});
+    prepared[i].config.emplace(configs_.build(settings));
     prepared[i].key = run_key(binary_, requests[i].system, prepared[i].config->to_json());
     if (check_workload[i]) check_point_workload(*prepared[i].config, requests[i].point);
   });

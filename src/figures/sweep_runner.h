@@ -10,13 +10,12 @@
 #include <vector>
 
 #include "config/config.h"
+#include "figures/config_source.h"
 #include "figures/figure_spec.h"
 #include "figures/result_cache.h"
 
 namespace moehub {
 
-// Builds the resolved configuration of a point for one system (the CLI passes build_config).
-using PointConfigFactory = std::function<Config(const SweepPoint& point, const std::string& system)>;
 
 struct RunRequest {
   SweepPoint point;
@@ -45,7 +44,7 @@ struct SweepSummary {
 
 class SweepRunner {
  public:
-  SweepRunner(PointConfigFactory factory, const ResultCache& cache, std::string binary, unsigned jobs,
+  SweepRunner(const ConfigSource& configs, const ResultCache& cache, std::string binary, unsigned jobs,
               std::ostream* progress);
   // One outcome per request, in order. A configuration that cannot be built (UserError)
   // propagates before anything is simulated; a run that fails (a system rejecting the
@@ -54,7 +53,7 @@ class SweepRunner {
   const SweepSummary& summary() const { return summary_; }
 
  private:
-  PointConfigFactory factory_;
+  const ConfigSource& configs_;
   const ResultCache& cache_;
   std::string binary_;
   unsigned jobs_;

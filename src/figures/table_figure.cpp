@@ -190,7 +190,7 @@ FigureOutput build_table_figure(const FigureSpec& spec, const FigureContext& con
 
 FigureOutput build_area_figure(const FigureSpec& spec, const FigureContext& context) {
   FigureOutput out;
-  const Config cfg = context.build_config({{"run.hardware", spec.hardware, spec.file.string() + ": figure.hardware"}});
+  const Config cfg = context.configs->build({{"run.hardware", spec.hardware, spec.file.string() + ": figure.hardware"}});
   const AreaEstimate e = estimate_area(HubConfig::from(cfg));
   CsvTable t;
   t.header = {"structure", "cell", "entries", "bits_per_entry", "bits", "mm2", "fields"};

@@ -3,6 +3,7 @@
 // the systems layer and the network). `make_network` picks the fidelity from net.fidelity.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -35,5 +36,9 @@ class Network {
 };
 
 std::unique_ptr<Network> make_network(const NetConfig& config, Simulator& sim, TraceRecorder* trace = nullptr);
+
+// What builds a cluster's network: make_network by default; a test or a study may put another
+// implementation of this interface under the systems (tests/systems/toy_network_test.cpp).
+using NetworkFactory = std::function<std::unique_ptr<Network>(const NetConfig&, Simulator&, TraceRecorder*)>;
 
 }  // namespace moehub

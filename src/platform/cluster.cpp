@@ -9,7 +9,7 @@
 namespace moehub {
 
 Cluster::Cluster(Simulator& sim, const Config& config, const Workload& workload, TraceRecorder* trace,
-                 FunctionalData* functional)
+                 FunctionalData* functional, const NetworkFactory& make_net)
     : sim_(sim),
       config_(config),
       workload_(workload),
@@ -19,7 +19,7 @@ Cluster::Cluster(Simulator& sim, const Config& config, const Workload& workload,
       host_config_(gpu::HostConfig::from(config)),
       nccl_(NcclConfig::from(config)) {
   const int n = static_cast<int>(workload.tokens().gpus());
-  network_ = make_network(NetConfig::from(config, n), sim, trace);
+  network_ = make_net(NetConfig::from(config, n), sim, trace);
   activity_.resize(static_cast<size_t>(n));
   phases_.resize(static_cast<size_t>(n));
   for (int g = 0; g < n; ++g) {

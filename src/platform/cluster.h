@@ -40,9 +40,10 @@ struct PhaseMarks {
 
 class Cluster {
  public:
-  // `functional`: null for timing-only runs.
+  // `functional`: null for timing-only runs. `make_net` builds the fabric (the packet or flow
+  // model that net.fidelity names, unless a caller brings its own).
   Cluster(Simulator& sim, const Config& config, const Workload& workload, TraceRecorder* trace,
-          FunctionalData* functional = nullptr);
+          FunctionalData* functional = nullptr, const NetworkFactory& make_net = make_network);
   ~Cluster();
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;

@@ -49,12 +49,12 @@ struct SystemRun {
 
   // Builds the cluster; replace store ports etc. on `cluster` before calling run().
   SystemRun(std::string system_name, std::vector<std::string> assignments, bool with_functional = true,
-            ConfigBase base = ConfigBase::Verify)
+            ConfigBase base = ConfigBase::Verify, const NetworkFactory& make_net = make_network)
       : config(make_config(registry, std::move(assignments), base)),
         workload(Workload::build(WorkloadConfig::from(config), ModelShape::from(config))),
         name(std::move(system_name)) {
     if (with_functional) functional.emplace(workload, static_cast<uint64_t>(config.integer("run.seed")));
-    cluster = std::make_unique<Cluster>(sim, config, workload, nullptr, functional ? &*functional : nullptr);
+    cluster = std::make_unique<Cluster>(sim, config, workload, nullptr, functional ? &*functional : nullptr, make_net);
     system = find_system(name)->make(config);
   }
   void run() {
