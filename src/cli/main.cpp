@@ -58,7 +58,11 @@ int main(int argc, char** argv) {
       const std::string what = e.what();
       return user_error(what.rfind("--", 0) == 0 ? what : "command line: " + what);
     }
-    return ctx.action ? ctx.action() : 0;
+    const int status = ctx.action ? ctx.action() : 0;
+    // A report that did not reach stdout (a full disk, a closed pipe) is a failed run.
+    std::cout.flush();
+    if (!std::cout) return user_error("stdout: writing the output failed");
+    return status;
   } catch (const UserError& e) {
     return user_error(e.what());
   } catch (const std::exception& e) {

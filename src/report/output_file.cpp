@@ -17,14 +17,19 @@ OutputFile::OutputFile(std::filesystem::path target, std::string flag)
   if (std::filesystem::is_directory(target_, ec)) {
     throw UserError(flag_, fmt::format("cannot write '{}': it is a directory", target_.string()));
   }
-  temp_ = target_;
-  temp_ += fmt::format(".tmp-{}", static_cast<long>(::getpid()));
-  out_.open(temp_, std::ios::binary | std::ios::trunc);
+  direct_ = std::filesystem::exists(target_, ec) && !std::filesystem::is_regular_file(target_, ec);
+  if (direct_) {
+    temp_ = target_;
+  } else {
+    temp_ = target_;
+    temp_ += fmt::format(".tmp-{}", static_cast<long>(::getpid()));
+  }
+  out_.open(temp_, std::ios::binary | (direct_ ? std::ios::out : std::ios::trunc));
   if (!out_) throw UserError(flag_, fmt::format("cannot write '{}'", target_.string()));
 }
 
 OutputFile::~OutputFile() {
-  if (!committed_) {
+  if (!committed_ && !direct_) {
     out_.close();
     std::error_code ec;
     std::filesystem::remove(temp_, ec);
@@ -35,6 +40,11 @@ void OutputFile::commit() {
   out_.flush();
   if (!out_) throw UserError(flag_, fmt::format("writing '{}' failed", target_.string()));
   out_.close();
+  if (!out_) throw UserError(flag_, fmt::format("writing '{}' failed", target_.string()));
+  if (direct_) {
+    committed_ = true;
+    return;
+  }
   std::error_code ec;
   std::filesystem::rename(temp_, target_, ec);
   if (ec) throw UserError(flag_, fmt::format("cannot write '{}': {}", target_.string(), ec.message()));

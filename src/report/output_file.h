@@ -1,6 +1,8 @@
 #pragma once
 // An output file that appears only when complete: written to a temporary beside the target
 // and renamed on commit(); destroyed uncommitted (an error happened), it leaves nothing behind.
+// A target that exists and is not a regular file (a device such as /dev/null or /dev/full, a
+// pipe) is written directly, never replaced. Every write is checked at commit().
 
 #include <filesystem>
 #include <fstream>
@@ -24,6 +26,7 @@ class OutputFile {
   std::filesystem::path temp_;
   std::string flag_;
   std::ofstream out_;
+  bool direct_ = false;  // writing straight to a device or pipe
   bool committed_ = false;
 };
 

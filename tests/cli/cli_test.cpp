@@ -169,6 +169,28 @@ TEST(CliBadInput, MalformedTomlNamesFileAndLine) {
   expect_bad_input({"validate", (dir / "broken.toml").string()}, (dir / "broken.toml").string() + ":2");
 }
 
+// Writes that fail (a full device) are errors naming what was written, and a device target is
+// written, never replaced by a renamed temporary.
+TEST(CliBadInput, WritesToAFullDeviceFail) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this system";
+  const std::vector<std::string> small = {"run", "--tokens", "64", "--systems", "ideal"};
+  std::vector<std::string> out = small, trace = small;
+  out.insert(out.end(), {"-o", "/dev/full"});
+  trace.insert(trace.end(), {"--trace", "/dev/full"});
+  expect_bad_input(out, "--output: writing '/dev/full' failed");
+  expect_bad_input(trace, "--trace: writing '/dev/full' failed");
+  EXPECT_FALSE(fs::is_regular_file("/dev/full"));
+  std::string cmd = std::string("'") + MOEHUB_BINARY + "' run --tokens 64 --systems ideal >/dev/full 2>/dev/null";
+  const int raw = std::system(cmd.c_str());
+  EXPECT_EQ(WIFEXITED(raw) ? WEXITSTATUS(raw) : 128, 2);
+}
+
+TEST(CliRun, OutputToADeviceIsWrittenThere) {
+  const Result r = moehub({"run", "--tokens", "64", "--systems", "ideal", "-o", "/dev/null"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(fs::is_regular_file("/dev/null"));
+}
+
 TEST(CliBadInput, BadOutputPathLeavesNothingBehind) {
   const fs::path dir = scratch_dir();
   expect_bad_input({"run", "--trace", (dir / "nodir" / "t.json").string()}, "--trace: cannot write");
