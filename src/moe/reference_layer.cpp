@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "moe/gating.h"
+#include "sim/error.h"
 #include "sim/rng.h"
 
 namespace moehub {
@@ -72,9 +73,13 @@ ReferenceLayer::ReferenceLayer(const ReferenceShape& s, uint64_t seed) : shape_(
     throw std::logic_error("ReferenceLayer: bad shape");
   }
   if ((s.hidden * s.gemm1_cols() + s.ffn_hidden * s.hidden) * e > kMaxWeights) {
-    throw std::logic_error(fmt::format("ReferenceLayer: hidden {} x ffn {} x {} experts is too large for the "
-                                       "float32 reference (meant for small shapes)",
-                                       s.hidden, s.ffn_hidden, e));
+    // A user's choice (--functional with a full-size model), stated before anything runs.
+    throw UserError("run.functional",
+                    fmt::format("the float32 reference layer of hidden {} x ffn {} x {} experts would hold {} weights, "
+                                "more than its limit of {} ({} MiB); functional runs use small shapes "
+                                "(configs/experiments/verify.toml, as `moehub verify` does)",
+                                s.hidden, s.ffn_hidden, e, (s.hidden * s.gemm1_cols() + s.ffn_hidden * s.hidden) * e,
+                                kMaxWeights, kMaxWeights * 4 / (1024 * 1024)));
   }
   gate_ = uniform_matrix(s.hidden, e, seed, kGateStream);
   for (int64_t x = 0; x < e; ++x) {

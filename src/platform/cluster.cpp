@@ -5,6 +5,7 @@
 
 #include "platform/memory_receiver.h"
 #include "platform/network_store_port.h"
+#include "sim/error.h"
 
 namespace moehub {
 
@@ -94,9 +95,13 @@ void Cluster::run_to_completion(const std::string& system) {
   const Time limit = config_.time("run.time_limit");
   sim_.run_until(limit);
   if (sim_.events_pending() > 0) {
-    throw std::runtime_error(fmt::format("system {} was still running after run.time_limit = {} us of simulated time "
-                                         "({} events executed): stuck polling or livelocked",
-                                         system, limit.us(), sim_.events_executed()));
+    // The user's limit was reached: a layer slower than the limit (slow clocks, long latencies)
+    // or one that never ends (a flag no one sets); either way the run stops here, as asked.
+    throw UserError("run.time_limit",
+                    fmt::format("system {} was still running after run.time_limit = {} us of simulated time ({} events "
+                                "executed): raise the limit if the layer is only slow; a layer of milliseconds that "
+                                "reaches it is stuck polling or livelocked",
+                                system, limit.us(), sim_.events_executed()));
   }
   finish();
 }

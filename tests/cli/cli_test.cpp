@@ -191,6 +191,15 @@ TEST(CliRun, OutputToADeviceIsWrittenThere) {
   EXPECT_FALSE(fs::is_regular_file("/dev/null"));
 }
 
+// Expected stops are the user's (exit 2, one line naming the parameter), not internal errors.
+TEST(CliBadInput, TimeLimitReachedNamesTheLimitTheSystemAndTheTime) {
+  expect_bad_input({"run", "--tokens", "1024", "--systems", "ideal", "--set", "run.time_limit=1us"},
+                   "run.time_limit: system ideal was still running after run.time_limit = 1");
+}
+TEST(CliBadInput, FunctionalWithAFullSizeModelIsRefusedBeforeSimulating) {
+  expect_bad_input({"run", "--functional", "--systems", "ideal"}, "run.functional: the float32 reference layer");
+}
+
 TEST(CliBadInput, BadOutputPathLeavesNothingBehind) {
   const fs::path dir = scratch_dir();
   expect_bad_input({"run", "--trace", (dir / "nodir" / "t.json").string()}, "--trace: cannot write");

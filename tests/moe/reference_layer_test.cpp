@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "moe/reference_layer.h"
+#include "sim/error.h"
 #include "moe/synthetic_routing.h"
 
 namespace moehub {
@@ -137,7 +138,14 @@ TEST(ReferenceLayer, RefusesFullSizeShapes) {
   ReferenceShape s = small_shape();
   s.hidden = 4096;
   s.ffn_hidden = 14336;
-  EXPECT_THROW(ReferenceLayer(s, 1), std::logic_error);
+  // A full-size model under --functional is the user's choice: a one-line error naming the key.
+  try {
+    ReferenceLayer layer(s, 1);
+    FAIL() << "expected a refusal";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.where(), "run.functional");
+    EXPECT_NE(e.reason().find("more than its limit of 67108864"), std::string::npos) << e.reason();
+  }
 }
 
 }  // namespace
