@@ -163,6 +163,8 @@ Entry parse_jsonl_line(const std::string& text, const std::string& where) {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error&) {
     throw UserError(where, "not a JSON object (malformed line)");
+  } catch (const nlohmann::json::out_of_range&) {
+    throw UserError(where, "a number is out of range (beyond what a double holds)");
   }
   if (!j.is_object()) throw UserError(where, "expected a JSON object {\"token\", \"layer\", \"experts\", \"weights\"}");
   const auto integer = [&](const char* key) -> int64_t {

@@ -116,6 +116,11 @@ TEST(WorkloadCli, BadTracesNameFileAndLine) {
   std::ofstream(short_trace) << "token,layer,experts,weights\n0,0,0;1,\n";
   expect_bad_input({"run", "--routing-trace", short_trace.string(), "--tokens", "2", "--gpus", "2"},
                    short_trace.string() + ": layer 0 lacks token 1");
+  // A number beyond a double is the file's fault, not an internal error.
+  const fs::path huge = dir / "huge.jsonl";
+  std::ofstream(huge) << "{\"token\": 0, \"layer\": 0, \"experts\": [0, 1], \"weights\": [1e400, 0.5]}\n";
+  expect_bad_input({"run", "--routing-trace", huge.string(), "--tokens", "2", "--gpus", "2"},
+                   huge.string() + ":1: a number is out of range");
 }
 
 }  // namespace
