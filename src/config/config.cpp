@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -289,6 +290,13 @@ const Config::Typed& Config::typed(const std::string& path, ParamType expected) 
 }
 
 int64_t Config::integer(const std::string& p) const { return std::get<int64_t>(typed(p, ParamType::Integer)); }
+uint32_t Config::integer_u32(const std::string& p) const {
+  const int64_t v = integer(p);
+  if (v < 0 || v > static_cast<int64_t>(UINT32_MAX)) {
+    throw UserError(p, fmt::format("{} does not fit the 32-bit field it sets (at most {})", v, UINT32_MAX));
+  }
+  return static_cast<uint32_t>(v);
+}
 double Config::real(const std::string& p) const { return std::get<double>(typed(p, ParamType::Real)); }
 bool Config::boolean(const std::string& p) const { return std::get<bool>(typed(p, ParamType::Boolean)); }
 const std::string& Config::string(const std::string& p) const { return std::get<std::string>(typed(p, ParamType::String)); }

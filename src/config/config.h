@@ -42,6 +42,9 @@ class Config {
   std::string peek_string(const std::string& path) const;
 
   int64_t integer(const std::string& path) const;
+  // An integer that fills a 32-bit unsigned field: a value beyond it is the user's error,
+  // named by its key, instead of a silent wrap.
+  uint32_t integer_u32(const std::string& path) const;
   double real(const std::string& path) const;
   bool boolean(const std::string& path) const;
   const std::string& string(const std::string& path) const;  // String and Choice

@@ -9,7 +9,7 @@
 namespace moehub::gpu {
 namespace {
 
-uint32_t u32(const Config& c, const char* key) { return static_cast<uint32_t>(c.integer(key)); }
+uint32_t u32(const Config& c, const char* key) { return c.integer_u32(key); }
 
 void require(bool ok, const char* key, const std::string& reason) {
   if (!ok) throw UserError(key, reason);

@@ -7,7 +7,7 @@
 namespace moehub {
 namespace {
 
-uint32_t u32(const Config& c, const char* key) { return static_cast<uint32_t>(c.integer(key)); }
+uint32_t u32(const Config& c, const char* key) { return c.integer_u32(key); }
 
 }  // namespace
 

@@ -18,7 +18,7 @@ NetConfig NetConfig::from(const Config& c, int gpus) {
   n.switch_latency = c.time("net.switch_latency");
   n.flit_bytes = static_cast<uint32_t>(c.bytes("net.flit_bytes"));
   n.max_payload_bytes = static_cast<uint32_t>(c.bytes("net.max_payload_bytes"));
-  n.header_flits = static_cast<uint32_t>(c.integer("net.header_flits"));
+  n.header_flits = c.integer_u32("net.header_flits");
   n.egress_buffer_bytes = c.bytes("net.egress_buffer");
   n.switch_buffer_bytes = c.bytes("net.switch_buffer");
   n.ingress_buffer_bytes = c.bytes("net.ingress_buffer");

@@ -200,6 +200,12 @@ TEST(CliBadInput, FunctionalWithAFullSizeModelIsRefusedBeforeSimulating) {
   expect_bad_input({"run", "--functional", "--systems", "ideal"}, "run.functional: the float32 reference layer");
 }
 
+// A count that fills a 32-bit hardware field is refused when it does not fit, not wrapped.
+TEST(CliBadInput, IntegerBeyondItsThirtyTwoBitFieldIsNamed) {
+  expect_bad_input({"area", "--set", "hub.rat.entries=9223372036854775807"},
+                   "hub.rat.entries: 9223372036854775807 does not fit the 32-bit field it sets");
+}
+
 TEST(CliBadInput, BadOutputPathLeavesNothingBehind) {
   const fs::path dir = scratch_dir();
   expect_bad_input({"run", "--trace", (dir / "nodir" / "t.json").string()}, "--trace: cannot write");

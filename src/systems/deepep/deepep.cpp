@@ -32,7 +32,7 @@ struct DeepEpParams {
   Time mapped_write_latency, host_poll_reaction, framework_op_cost;
 
   static DeepEpParams from(const Config& c) {
-    auto u = [&](const char* k) { return static_cast<uint32_t>(c.integer(std::string("systems.deepep.") + k)); };
+    auto u = [&](const char* k) { return c.integer_u32(std::string("systems.deepep.") + k); };
     DeepEpParams p{u("num_sms"),
                    u("kernel_threads"),
                    u("dispatch_chunk_tokens"),

@@ -29,7 +29,7 @@ struct FasterMoeConfig {
   static FasterMoeConfig from(const Config& c) {
     FasterMoeConfig f;
     f.group_size = static_cast<int>(c.integer("systems.fastermoe.group_size"));
-    f.nccl.threads = static_cast<uint32_t>(c.integer("systems.fastermoe.nccl_cta_threads"));
+    f.nccl.threads = c.integer_u32("systems.fastermoe.nccl_cta_threads");
     return f;
   }
 };

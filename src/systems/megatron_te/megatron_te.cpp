@@ -30,7 +30,7 @@ struct MegatronParams {
   NcclKernelShape nccl;
   static MegatronParams from(const Config& c) {
     MegatronParams p{c.time("systems.megatron-te.framework_op_cost"), c.time("systems.megatron-te.nccl_group_host_cost"), {}};
-    p.nccl.threads = static_cast<uint32_t>(c.integer("systems.megatron-te.nccl_cta_threads"));
+    p.nccl.threads = c.integer_u32("systems.megatron-te.nccl_cta_threads");
     return p;
   }
 };

@@ -30,7 +30,7 @@ TutelConfig TutelConfig::from(const Config& c) {
   t.capacity_factor = c.real("systems.tutel.capacity_factor");
   const std::string& d = c.string("systems.tutel.overlap_degree");
   t.overlap_degree = d == "adaptive" ? 0 : static_cast<int>(std::stoi(d));
-  t.nccl.threads = static_cast<uint32_t>(c.integer("systems.tutel.nccl_cta_threads"));
+  t.nccl.threads = c.integer_u32("systems.tutel.nccl_cta_threads");
   return t;
 }
 
