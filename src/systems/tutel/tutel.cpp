@@ -347,29 +347,22 @@ class TutelSystem final : public MoeSystem {
     }
   }
 
-  void functional_pre_permute(int g, int i) {
-    Buffers* b = buf(g);
-    if (!b) return;
-    FunctionalData& fd = *cluster_->functional();
-    for (int l = 0; l < local(g); ++l) {
-      for (int s = 0; s < n_; ++s) {
-        for (int64_t c = 0; c < chunk_; ++c) {
-          const int64_t slot = chunk_slot(i, c);
-          b->xin.write((int64_t{l} * n_ + s) * capacity_ + slot, b->recv.read((int64_t{s} * local(g) + l) * capacity_ + slot, fd));
-        }
-      }
-    }
-  }
+  // Chunk i's rows between the all-to-all layout [src][local expert][capacity] and the expert
+  // layout [local expert][src][capacity]: before the experts (recv -> xin) and after (yout -> ysend).
+  void functional_pre_permute(int g, int i) { functional_permute(g, i, &Buffers::recv, &Buffers::xin, true); }
+  void functional_post_permute(int g, int i) { functional_permute(g, i, &Buffers::yout, &Buffers::ysend, false); }
 
-  void functional_post_permute(int g, int i) {
+  void functional_permute(int g, int i, RowBuffer Buffers::*from, RowBuffer Buffers::*to, bool to_experts) {
     Buffers* b = buf(g);
     if (!b) return;
     FunctionalData& fd = *cluster_->functional();
     for (int l = 0; l < local(g); ++l) {
       for (int s = 0; s < n_; ++s) {
+        const int64_t by_expert = (int64_t{l} * n_ + s) * capacity_, by_source = (int64_t{s} * local(g) + l) * capacity_;
         for (int64_t c = 0; c < chunk_; ++c) {
           const int64_t slot = chunk_slot(i, c);
-          b->ysend.write((int64_t{s} * local(g) + l) * capacity_ + slot, b->yout.read((int64_t{l} * n_ + s) * capacity_ + slot, fd));
+          const int64_t src = (to_experts ? by_source : by_expert) + slot, dst = (to_experts ? by_expert : by_source) + slot;
+          ((*b).*to).write(dst, ((*b).*from).read(src, fd));
         }
       }
     }
