@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "net/packet_network.h"
+#include "net/network.h"
 
 namespace moehub {
 
@@ -118,16 +118,11 @@ void thread_block_put(Network& net, int src, int dst, uint64_t bytes, uint32_t s
   if (store_bytes == 0 || store_bytes > net.config().max_payload_bytes) {
     throw std::logic_error("thread_block_put: store size must be 1..net.max_payload_bytes");
   }
-  PacketNetwork* packets = net.packets();
-  if (!packets) {
-    net.transfer(src, dst, bytes, priority, std::move(on_complete));
-    return;
-  }
   StreamOptions o;
   o.packet_payload = store_bytes;
   o.kind = PacketKind::Write;
   o.complete_on_ack = net.config().write_ack;
-  packets->stream(src, dst, bytes, priority, o, std::move(on_complete));
+  net.stream(src, dst, bytes, priority, o, std::move(on_complete));
 }
 
 }  // namespace moehub

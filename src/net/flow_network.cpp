@@ -9,7 +9,7 @@
 namespace moehub {
 
 FlowNetwork::FlowNetwork(const NetConfig& config, Simulator& sim, TraceRecorder* trace)
-    : cfg_(config), sim_(sim), trace_(trace) {
+    : TransferNetwork(sim, std::max(config.gpus, 0)), cfg_(config), sim_(sim), trace_(trace) {
   cfg_.validate();
   resources_.resize(static_cast<size_t>(cfg_.gpus) * 2);
   classes_by_pair_.resize(static_cast<size_t>(cfg_.gpus) * static_cast<size_t>(cfg_.gpus));

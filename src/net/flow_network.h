@@ -4,7 +4,8 @@
 // in one direction act as one resource of the GPU's per-direction bandwidth. A flow loads its
 // source's egress and its destination's ingress by its wire bytes (payload plus headers, in
 // max-size packets) and, with write acks on, the reverse direction by one ack per packet.
-// There are no queues: no head-of-line blocking, no buffer limits, no priorities.
+// There are no queues: no head-of-line blocking, no buffer limits, no priorities. A message
+// (a thread block's store, a hub packet, a read request or response) is one flow.
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -14,7 +15,7 @@
 
 namespace moehub {
 
-class FlowNetwork final : public Network {
+class FlowNetwork final : public TransferNetwork {
  public:
   FlowNetwork(const NetConfig& config, Simulator& sim, TraceRecorder* trace = nullptr);
 

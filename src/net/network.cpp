@@ -5,6 +5,21 @@
 
 namespace moehub {
 
+void TransferNetwork::send(Packet&& packet) {
+  const int src = packet.src;
+  const int dst = packet.dst;
+  const uint64_t bytes = packet.payload_bytes;
+  const int priority = packet.priority;
+  transfer(src, dst, bytes, priority, [this, p = std::move(packet)]() mutable {
+    if (PacketReceiver* r = receivers_.at(static_cast<size_t>(p.dst))) r->deliver(std::move(p));
+  });
+}
+
+void TransferNetwork::request_room(int gpu, RoomListener* listener) {
+  // A message can always be sent; a caller that asks anyway hears back at once.
+  sim_.schedule_in(Time::zero(), [gpu, listener] { listener->on_room(gpu); });
+}
+
 std::unique_ptr<Network> make_network(const NetConfig& config, Simulator& sim, TraceRecorder* trace) {
   if (config.fidelity == NetFidelity::Flow) return std::make_unique<FlowNetwork>(config, sim, trace);
   return std::make_unique<PacketNetwork>(config, sim, trace);

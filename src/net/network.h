@@ -1,29 +1,63 @@
 #pragma once
-// The transfer-level interface both fidelities implement (ASTRA-sim style: a small seam between
-// the systems layer and the network). `make_network` picks the fidelity from net.fidelity.
+// The interface every fidelity implements (ASTRA-sim style: a small seam between the systems
+// layer and the network). Systems and platform ports see only this: bulk transfers, transfers
+// with explicit packetisation, and messages (single writes or read requests and responses,
+// with back-pressure, delivered to the destination GPU's receiver). `make_network` picks the
+// fidelity from net.fidelity; a study may bring its own (NetworkFactory).
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "net/net_config.h"
+#include "net/packet.h"
 #include "sim/callback.h"
 #include "sim/simulator.h"
 #include "sim/trace_recorder.h"
 
 namespace moehub {
 
-class PacketNetwork;
+// How a stream's packets are cut and when it counts as complete. A network without packets
+// carries the stream's bytes as it carries a transfer.
+struct StreamOptions {
+  uint32_t packet_payload = 0;  // 0: net.max_payload_bytes
+  PacketKind kind = PacketKind::Write;
+  bool complete_on_ack = false;  // wait for every ack (a put followed by a quiet)
+};
 
 class Network {
  public:
   virtual ~Network() = default;
 
+  // --- Bulk data ---
   // Moves `bytes` of payload from GPU src to GPU dst as writes (a copy engine / NCCL CTA
   // stream of max-size packets). `on_complete` runs when the destination has accepted the
   // last byte. src == dst or bytes == 0 complete at the current time without using the fabric.
   virtual void transfer(int src, int dst, uint64_t bytes, int priority, Callback on_complete) = 0;
+  // A transfer with explicit packet size, kind and completion rule (thread-block puts).
+  virtual void stream(int src, int dst, uint64_t bytes, int priority, const StreamOptions& options,
+                      Callback on_complete) = 0;
+
+  // --- Messages ---
+  // The receiver that takes GPU `gpu`'s arriving messages (and, at packet fidelity, the packets
+  // of transfers); null: accept everything at arrival.
+  virtual void set_receiver(int gpu, PacketReceiver* receiver) = 0;
+  // The most payload one message may carry: a packet's, or 4 GiB where a message is a flow.
+  virtual uint64_t message_limit() const = 0;
+  // True if GPU `gpu` can send a message of `kind` with that payload now.
+  virtual bool can_send(int gpu, uint32_t payload_bytes, PacketKind kind = PacketKind::Write) const = 0;
+  // Sends packet.src -> packet.dst; the destination's receiver gets it on arrival.
+  // Precondition: can_send (else std::logic_error).
+  virtual void send(Packet&& packet) = 0;
+  // Calls listener->on_room(gpu) once, the next time GPU `gpu` can send a request-class
+  // (request_room) or response-class (request_response_room) message again.
+  virtual void request_room(int gpu, RoomListener* listener) = 0;
+  virtual void request_response_room(int gpu, RoomListener* listener) = 0;
+  // A receiver that refused a message (PacketReceiver::can_accept) calls this when it can
+  // accept again.
+  virtual void resume_ingress(int gpu) = 0;
 
   // Per-link and per-port statistics (units in key names).
   virtual nlohmann::json stats() const = 0;
@@ -31,8 +65,31 @@ class Network {
   virtual void flush_trace() {}
 
   virtual const NetConfig& config() const = 0;
-  // The packet-level interface, or null in the flow fidelity.
-  virtual PacketNetwork* packets() { return nullptr; }
+};
+
+// A network that carries every message as a transfer of its payload (no packets, no buffers:
+// a message can always be sent, and reaches the destination's receiver when its transfer
+// completes; receivers are not asked whether they accept). The flow model is one; so is any
+// study's network that models only transfers.
+class TransferNetwork : public Network {
+ public:
+  explicit TransferNetwork(Simulator& sim, int gpus) : sim_(sim), receivers_(static_cast<size_t>(gpus), nullptr) {}
+
+  void stream(int src, int dst, uint64_t bytes, int priority, const StreamOptions&, Callback on_complete) override {
+    transfer(src, dst, bytes, priority, std::move(on_complete));
+  }
+  void set_receiver(int gpu, PacketReceiver* receiver) override { receivers_.at(static_cast<size_t>(gpu)) = receiver; }
+  // A message is one flow; its payload field is 32 bits wide.
+  uint64_t message_limit() const override { return UINT32_MAX; }
+  bool can_send(int, uint32_t, PacketKind = PacketKind::Write) const override { return true; }
+  void send(Packet&& packet) override;
+  void request_room(int gpu, RoomListener* listener) override;
+  void request_response_room(int gpu, RoomListener* listener) override { request_room(gpu, listener); }
+  void resume_ingress(int) override {}
+
+ private:
+  Simulator& sim_;
+  std::vector<PacketReceiver*> receivers_;
 };
 
 std::unique_ptr<Network> make_network(const NetConfig& config, Simulator& sim, TraceRecorder* trace = nullptr);

@@ -144,19 +144,19 @@ uint32_t PacketNetwork::pop(Queue& q) {
 
 // ---------------------------------------------------------------- injection
 
-bool PacketNetwork::can_inject(int gpu, uint32_t payload_bytes, PacketKind kind) const {
+bool PacketNetwork::can_send(int gpu, uint32_t payload_bytes, PacketKind kind) const {
   const int tc = static_cast<int>(traffic_class(kind));
   const Queue& q = egress_[static_cast<size_t>(gpu) * 2 + static_cast<size_t>(tc)];
   return q.flits + cfg_.wire_flits(payload_bytes) <= egress_cap_[tc];
 }
 
-void PacketNetwork::inject(Packet&& p) {
+void PacketNetwork::send(Packet&& p) {
   if (p.src < 0 || p.dst < 0 || static_cast<uint32_t>(p.src) >= n_ || static_cast<uint32_t>(p.dst) >= n_) {
-    throw std::logic_error(fmt::format("PacketNetwork::inject: GPU {} -> {} outside 0..{}", p.src, p.dst, n_ - 1));
+    throw std::logic_error(fmt::format("PacketNetwork::send: GPU {} -> {} outside 0..{}", p.src, p.dst, n_ - 1));
   }
-  if (p.src == p.dst) throw std::logic_error("PacketNetwork::inject: a GPU does not send packets to itself");
-  if (p.payload_bytes > cfg_.max_payload_bytes) throw std::logic_error("PacketNetwork::inject: payload above net.max_payload_bytes");
-  if (!can_inject(p.src, p.payload_bytes, p.kind)) throw std::logic_error("PacketNetwork::inject: egress FIFO full");
+  if (p.src == p.dst) throw std::logic_error("PacketNetwork::send: a GPU does not send packets to itself");
+  if (p.payload_bytes > cfg_.max_payload_bytes) throw std::logic_error("PacketNetwork::send: payload above net.max_payload_bytes");
+  if (!can_send(p.src, p.payload_bytes, p.kind)) throw std::logic_error("PacketNetwork::send: egress FIFO full");
   const int src = p.src;
   const int tc = static_cast<int>(traffic_class(p.kind));
   const uint32_t id = alloc_slot();
@@ -567,7 +567,7 @@ void PacketNetwork::on_ingress(int gpu, int plane, int tc) {
       a.cookie = p.cookie;
       a.client = p.client;
       a.ack_awaited = p.ack_awaited;
-      inject(std::move(a));
+      send(std::move(a));
     }
     if (p.client) p.client->on_delivered(p);
     if (port.receiver) port.receiver->deliver(std::move(p));

@@ -24,41 +24,31 @@ namespace moehub {
 
 class TransferEngine;
 
-// How a transfer's packets are cut and when it counts as complete.
-struct StreamOptions {
-  uint32_t packet_payload = 0;  // 0: net.max_payload_bytes
-  PacketKind kind = PacketKind::Write;
-  bool complete_on_ack = false;  // wait for every ack (a put followed by a quiet)
-};
-
 class PacketNetwork final : public Network {
  public:
   PacketNetwork(const NetConfig& config, Simulator& sim, TraceRecorder* trace = nullptr);
   ~PacketNetwork() override;
 
-  // --- Packet interface (the hub and GPU layers) ---
+  // --- Messages: one packet each ---
   // True if GPU `gpu`'s egress FIFO for `kind`'s traffic class has room for the packet now.
-  bool can_inject(int gpu, uint32_t payload_bytes, PacketKind kind = PacketKind::Write) const;
-  // Queues the packet at packet.src's egress. Precondition: can_inject (else std::logic_error).
-  void inject(Packet&& packet);
-  // Calls listener->on_room(gpu) once, the next time a packet leaves that GPU's request FIFO.
-  void request_room(int gpu, RoomListener* listener);
-  // The same for the response FIFO (a receiver that serves read requests waits on it).
-  void request_response_room(int gpu, RoomListener* listener);
-  // The destination-side receiver of GPU `gpu` (null: accept everything at arrival).
-  void set_receiver(int gpu, PacketReceiver* receiver);
-  // A receiver that refused a packet calls this when it can accept again.
-  void resume_ingress(int gpu);
+  bool can_send(int gpu, uint32_t payload_bytes, PacketKind kind = PacketKind::Write) const override;
+  // Queues the packet at packet.src's egress. Precondition: can_send (else std::logic_error).
+  void send(Packet&& packet) override;
+  uint64_t message_limit() const override { return cfg_.max_payload_bytes; }
+  // Room: the next time a packet leaves that GPU's request (response) FIFO.
+  void request_room(int gpu, RoomListener* listener) override;
+  void request_response_room(int gpu, RoomListener* listener) override;
+  void set_receiver(int gpu, PacketReceiver* receiver) override;
+  void resume_ingress(int gpu) override;
 
-  // --- Transfer interface ---
+  // --- Bulk data, cut into packets ---
   void transfer(int src, int dst, uint64_t bytes, int priority, Callback on_complete) override;
-  // A transfer with explicit packet size / kind / completion rule (thread-block puts).
-  void stream(int src, int dst, uint64_t bytes, int priority, const StreamOptions& options, Callback on_complete);
+  void stream(int src, int dst, uint64_t bytes, int priority, const StreamOptions& options,
+              Callback on_complete) override;
 
   nlohmann::json stats() const override;
   void flush_trace() override;
   const NetConfig& config() const override { return cfg_; }
-  PacketNetwork* packets() override { return this; }
 
   uint64_t packets_delivered() const { return delivered_packets_; }
 

@@ -54,7 +54,7 @@ void TransferEngine::pump(int gpu) {
     const uint32_t id = e.active[e.next];
     Transfer& t = transfers_[id];
     const uint32_t payload = static_cast<uint32_t>(std::min<uint64_t>(t.packet_payload, t.bytes - t.sent));
-    if (!net_.can_inject(gpu, payload, t.kind)) {
+    if (!net_.can_send(gpu, payload, t.kind)) {
       if (!e.waiting_room) {
         e.waiting_room = true;
         net_.request_room(gpu, this);
@@ -76,7 +76,7 @@ void TransferEngine::pump(int gpu) {
     } else {
       ++e.next;
     }
-    net_.inject(std::move(p));
+    net_.send(std::move(p));
   }
   e.pumping = false;
 }

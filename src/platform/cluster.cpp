@@ -34,7 +34,7 @@ Cluster::Cluster(Simulator& sim, const Config& config, const Workload& workload,
     gpus_[static_cast<size_t>(g)]->set_store_port(ports_.back().get());
     receivers_.push_back(std::make_unique<MemoryReceiver>(*this, g));
     receiver_of_.push_back(receivers_.back().get());
-    if (auto* p = packets()) p->set_receiver(g, receivers_.back().get());
+    network_->set_receiver(g, receivers_.back().get());
   }
 }
 
@@ -57,7 +57,7 @@ void Cluster::host_sync(int g, gpu::Stream& stream, uint64_t bytes, Time host_wo
 
 void Cluster::set_receiver(int g, PacketReceiver* receiver) {
   receiver_of_.at(static_cast<size_t>(g)) = receiver;
-  if (auto* p = packets()) p->set_receiver(g, receiver);
+  network_->set_receiver(g, receiver);
 }
 
 void Cluster::deliver_write(int dst, uint64_t bytes, uint64_t tag, Callback then) {

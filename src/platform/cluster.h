@@ -16,7 +16,6 @@
 #include "moe/workload.h"
 #include "net/collectives.h"
 #include "net/network.h"
-#include "net/packet_network.h"
 #include "sim/simulator.h"
 #include "sim/trace_recorder.h"
 #include "platform/activity.h"
@@ -62,8 +61,6 @@ class Cluster {
   // The GPU's default compute stream.
   gpu::Stream& stream(int g) { return *streams_.at(static_cast<size_t>(g)); }
   Network& network() { return *network_; }
-  // Null in the flow fidelity.
-  PacketNetwork* packets() { return network_->packets(); }
   const NcclConfig& nccl() const { return nccl_; }
 
   // Launches `spec` on `stream` through GPU g's host; its run is logged as `what`.
@@ -87,8 +84,8 @@ class Cluster {
   void set_store_port(int g, gpu::StorePort* port) { gpu(g).set_store_port(port); }
   // Replaces GPU g's packet receiver (MoE-Hub puts its AAU and DAM in front of memory).
   void set_receiver(int g, PacketReceiver* receiver);
-  // GPU g's receiver, whatever the fidelity: at flow fidelity a thread block's store reaches it
-  // when its flow completes, so a system's receiver sees the same writes at both fidelities.
+  // GPU g's receiver (also the network's for that GPU): it takes the GPU's own stores and every
+  // message that arrives, at any fidelity.
   PacketReceiver& receiver(int g) { return *receiver_of_.at(static_cast<size_t>(g)); }
   // Writes `bytes` into GPU dst's memory as if they had arrived, then bumps the tag's signal.
   void deliver_write(int dst, uint64_t bytes, uint64_t tag, Callback then = nullptr);

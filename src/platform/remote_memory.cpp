@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "net/packet_network.h"
 #include "platform/cluster.h"
 
 namespace moehub {
@@ -72,9 +71,9 @@ class RemoteMemory::Port final : public gpu::LoadPort, public PacketReceiver, pu
   // The target reads the requested bytes from its memory, then queues the response.
   void serve(const Packet& request) {
     const int reader = request.src;
-    // The request's header carries the read and the length asked for (cookie: id << 16 | length).
-    const uint64_t id = request.cookie >> 16;
-    const uint64_t bytes = request.cookie & 0xffffULL;
+    // The request carries the read's id (cookie) and the length asked for (header).
+    const uint64_t id = request.cookie;
+    const uint64_t bytes = request.header;
     owner_.cluster_.gpu(gpu_).memory_read(bytes, [this, reader, id, bytes] {
       responses_.push_back({reader, id, bytes});
       pump();
@@ -97,14 +96,14 @@ class RemoteMemory::Port final : public gpu::LoadPort, public PacketReceiver, pu
   }
 
   void pump_once() {
-    PacketNetwork* net = owner_.cluster_.packets();
-    const uint32_t max_payload = net->config().max_payload_bytes;
+    Network& net = owner_.cluster_.network();
+    const uint64_t max_payload = net.message_limit();  // a request asks for one message's worth
     while (!responses_.empty()) {
       const Pending r = responses_.front();
-      if (!net->can_inject(gpu_, static_cast<uint32_t>(r.bytes), PacketKind::ReadResponse)) {
+      if (!net.can_send(gpu_, static_cast<uint32_t>(r.bytes), PacketKind::ReadResponse)) {
         if (!waiting_response_room_) {
           waiting_response_room_ = true;
-          net->request_response_room(gpu_, this);
+          net.request_response_room(gpu_, this);
         }
         break;
       }
@@ -115,18 +114,18 @@ class RemoteMemory::Port final : public gpu::LoadPort, public PacketReceiver, pu
       p.kind = PacketKind::ReadResponse;
       p.cookie = r.read_id;
       responses_.pop_front();
-      net->inject(std::move(p));
+      net.send(std::move(p));
     }
     if (responses_.empty() && refused_) {
       refused_ = false;
-      net->resume_ingress(gpu_);
+      net.resume_ingress(gpu_);
     }
     while (!requests_.empty()) {
       Pending& q = requests_.front();
-      if (!net->can_inject(gpu_, 0, PacketKind::ReadRequest)) {
+      if (!net.can_send(gpu_, 0, PacketKind::ReadRequest)) {
         if (!waiting_request_room_) {
           waiting_request_room_ = true;
-          net->request_room(gpu_, this);
+          net.request_room(gpu_, this);
         }
         break;
       }
@@ -136,10 +135,11 @@ class RemoteMemory::Port final : public gpu::LoadPort, public PacketReceiver, pu
       p.dst = q.peer;
       p.payload_bytes = 0;  // header only: address and length travel in the header flit
       p.kind = PacketKind::ReadRequest;
-      p.cookie = (q.read_id << 16) | ask;
+      p.cookie = q.read_id;
+      p.header = ask;
       q.bytes -= ask;
       if (q.bytes == 0) requests_.pop_front();
-      net->inject(std::move(p));
+      net.send(std::move(p));
     }
   }
 
@@ -174,12 +174,6 @@ void RemoteMemory::read(int reader, int target, uint64_t bytes, Callback done) {
   if (reader == target) {  // a local copy: read and write the GPU's own memory
     gpu::Gpu& g = cluster_.gpu(reader);
     g.memory_read(bytes, [&g, bytes, done = std::move(done)]() mutable { g.memory_write(bytes, std::move(done)); });
-    return;
-  }
-  if (!cluster_.packets()) {
-    cluster_.network().transfer(target, reader, bytes, 0, [this, reader, bytes, done = std::move(done)]() mutable {
-      cluster_.gpu(reader).memory_write(bytes, std::move(done));
-    });
     return;
   }
   const uint64_t id = next_read_++;

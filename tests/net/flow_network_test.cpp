@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <vector>
 
 #include "net/flow_network.h"
@@ -21,6 +22,38 @@ TEST(FlowNetwork, LoneTransferRunsAtLinkRateTimesHeaderEfficiency) {
   // 1 MiB x 144/128 at 200 GB/s = 5898.24 ns, then the last packet's switch link (2880 ps)
   // and 250 + 100 + 250 ns.
   EXPECT_EQ(done.ps(), 5898240 + 2880 + 600000);
+}
+
+// A message is one flow: it can always be sent and reaches the destination's receiver, whole,
+// when the flow completes (a thread block's 1 MiB store here, not cut into packets).
+TEST(FlowNetwork, AMessageIsOneFlowDeliveredToTheReceiver) {
+  struct Recorder final : PacketReceiver {
+    void deliver(Packet&& p) override {
+      seen.push_back(p);
+      at.push_back(now());
+    }
+    std::function<Time()> now;
+    std::vector<Packet> seen;
+    std::vector<Time> at;
+  };
+  Simulator sim;
+  FlowNetwork net(test::h800_like(2), sim);
+  Recorder rx;
+  rx.now = [&] { return sim.now(); };
+  net.set_receiver(1, &rx);
+  EXPECT_TRUE(net.can_send(0, 1 << 20));
+  EXPECT_EQ(net.message_limit(), UINT32_MAX);
+  Packet p;
+  p.src = 0;
+  p.dst = 1;
+  p.payload_bytes = 1 << 20;
+  p.cookie = 42;
+  net.send(std::move(p));
+  sim.run();
+  ASSERT_EQ(rx.seen.size(), 1u);
+  EXPECT_EQ(rx.seen[0].payload_bytes, 1u << 20);
+  EXPECT_EQ(rx.seen[0].cookie, 42u);
+  EXPECT_EQ(rx.at[0].ps(), 5898240 + 2880 + 600000);  // as the lone 1 MiB transfer above
 }
 
 TEST(FlowNetwork, IncastSharesTheDestinationLinksEvenly) {

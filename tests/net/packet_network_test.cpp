@@ -57,8 +57,8 @@ TEST(PacketNetwork, OneFullPacketArrivesAfterSerialisationAndLatencies) {
   PacketNetwork net(test::h800_like(2), sim);
   Recorder rx(sim);
   net.set_receiver(1, &rx);
-  ASSERT_TRUE(net.can_inject(0, 128));
-  net.inject(write(0, 1, 128, 42));
+  ASSERT_TRUE(net.can_send(0, 128));
+  net.send(write(0, 1, 128, 42));
   sim.run();
   ASSERT_EQ(rx.at.size(), 1u);
   // 9 flits x 16 B = 144 B at 50 GB/s per plane = 2880 ps on the GPU link, 250 ns to the
@@ -84,7 +84,7 @@ AckedWrite one_acked_write(bool ack_awaited) {
   AckRecorder client(sim);
   Packet p = write(0, 1, 128, 7, &client);
   p.ack_awaited = ack_awaited;
-  net.inject(std::move(p));
+  net.send(std::move(p));
   sim.run();
   return {client.ack_at, client.cookies, client.from, sim.now(), net.stats()};
 }
@@ -138,7 +138,7 @@ TEST(PacketNetwork, HeaderWordsTravelWithThePacket) {
   Packet p = write(0, 1, 4);
   p.header = 0x8000'1234'5678'9abcULL;
   p.byte_mask = 0xF0;
-  net.inject(std::move(p));
+  net.send(std::move(p));
   sim.run();
   ASSERT_EQ(rx.got.size(), 1u);
   EXPECT_EQ(rx.got[0].header, 0x8000'1234'5678'9abcULL);
@@ -355,7 +355,7 @@ TEST(PacketNetwork, ReceiverBackPressureHoldsPacketsInTheIngressBuffer) {
   PacketNetwork net(test::h800_like(2), sim);
   SlowReceiver rx(sim);
   net.set_receiver(1, &rx);
-  net.inject(write(0, 1, 128));
+  net.send(write(0, 1, 128));
   sim.schedule_at(Time::from_us(5), [&] {
     rx.open = true;
     net.resume_ingress(1);
@@ -375,19 +375,19 @@ TEST(PacketNetwork, InjectionRefusedWhenEgressFullAndRoomIsSignalled) {
     void on_room(int) override { ++calls; }
   } listener;
   // The first packet leaves at once for the idle link; two more fill the FIFO.
-  net.inject(write(0, 1, 128));
-  net.inject(write(0, 1, 128));
-  net.inject(write(0, 1, 128));
-  EXPECT_FALSE(net.can_inject(0, 128));
-  EXPECT_TRUE(net.can_inject(0, 0, PacketKind::Ack));  // the response class has its own room
-  EXPECT_THROW(net.inject(write(0, 1, 128)), std::logic_error);
+  net.send(write(0, 1, 128));
+  net.send(write(0, 1, 128));
+  net.send(write(0, 1, 128));
+  EXPECT_FALSE(net.can_send(0, 128));
+  EXPECT_TRUE(net.can_send(0, 0, PacketKind::Ack));  // the response class has its own room
+  EXPECT_THROW(net.send(write(0, 1, 128)), std::logic_error);
   net.request_room(0, &listener);
   // One plane of 200 GB/s: 144 B take 720 ps.
   sim.run_until(Time::from_ps(719));
   EXPECT_EQ(listener.calls, 0);
   sim.run_until(Time::from_ps(720));  // the link frees, the second packet leaves the FIFO
   EXPECT_EQ(listener.calls, 1);
-  EXPECT_TRUE(net.can_inject(0, 128));
+  EXPECT_TRUE(net.can_send(0, 128));
   sim.run();
   EXPECT_EQ(listener.calls, 1);  // once per request
 }
@@ -455,8 +455,8 @@ TEST(PacketNetwork, PriorityWinsSwitchOutputArbitration) {
     Packet a = write(1, 0, 128, 1);
     Packet b = write(2, 0, 128, 2);
     (high == 1 ? a : b).priority = 5;
-    net.inject(std::move(a));
-    net.inject(std::move(b));
+    net.send(std::move(a));
+    net.send(std::move(b));
     sim.run();
     ASSERT_EQ(rx.got.size(), 2u);
     EXPECT_EQ(rx.got[0].cookie, static_cast<uint64_t>(high));
@@ -467,7 +467,7 @@ TEST(PacketNetwork, PriorityWinsSwitchOutputArbitration) {
 TEST(PacketNetwork, ConsecutivePacketsToOneDestinationSpreadOverThePlanes) {
   Simulator sim;
   PacketNetwork net(test::h800_like(2), sim);
-  for (int k = 0; k < 8; ++k) net.inject(write(0, 1, 128));
+  for (int k = 0; k < 8; ++k) net.send(write(0, 1, 128));
   sim.run();
   const auto s = net.stats();
   for (int p = 0; p < 4; ++p) EXPECT_EQ(s["links"][p]["packets"], 2) << p;  // gpu0 -> sw0..sw3
@@ -484,7 +484,7 @@ TEST(PacketNetwork, InterleavedDestinationsStillUseEveryPlane) {
   Recorder rx1(sim), rx2(sim);
   net.set_receiver(1, &rx1);
   net.set_receiver(2, &rx2);
-  for (int k = 0; k < 8; ++k) net.inject(write(0, 1 + k % 2, 128));
+  for (int k = 0; k < 8; ++k) net.send(write(0, 1 + k % 2, 128));
   sim.run();
   ASSERT_EQ(rx1.at.size(), 4u);
   ASSERT_EQ(rx2.at.size(), 4u);
@@ -507,10 +507,10 @@ TEST(PacketNetwork, AStallEndsWhenTheHeadLeavesOnAnotherPlane) {
   PacketNetwork net(c, sim);
   Recorder rx(sim);
   net.set_receiver(1, &rx);
-  for (int k = 0; k < 3; ++k) net.inject(write(0, 1, 128));
+  for (int k = 0; k < 3; ++k) net.send(write(0, 1, 128));
   sim.schedule_at(Time::from_us(10), [&] {
-    net.inject(write(0, 1, 128));
-    net.inject(write(0, 1, 128));
+    net.send(write(0, 1, 128));
+    net.send(write(0, 1, 128));
   });
   sim.run();
   ASSERT_EQ(rx.at.size(), 5u);

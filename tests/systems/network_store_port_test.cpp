@@ -45,7 +45,7 @@ TEST(NetworkStorePort, LocalStoreReachesTheReceiverWithItsTagAndNoPacket) {
   EXPECT_EQ(rx.seen[0].kind, PacketKind::Write);
   ASSERT_NE(rx.seen[0].client, nullptr);
   EXPECT_TRUE(rx.seen[0].client->cookie_is_for_receiver());
-  EXPECT_EQ(r.cluster->packets()->stats()["packets_injected"].get<uint64_t>(), 0u);
+  EXPECT_EQ(r.cluster->network().stats()["packets_injected"].get<uint64_t>(), 0u);
 }
 
 TEST(NetworkStorePort, RemoteMemoryDecodesALocalTaggedStoreAsItDoesARemoteOne) {

@@ -10,12 +10,13 @@ namespace moehub {
 namespace {
 
 // Every GPU pair has a private wire of fixed latency and bandwidth: no contention, no packets.
-class ToyNetwork final : public Network {
+// Messages (stores, hub packets, reads) travel as transfers (TransferNetwork).
+class ToyNetwork final : public TransferNetwork {
  public:
   static constexpr Time kLatency = Time::from_ns(1000);
   static constexpr Bandwidth kBandwidth = Bandwidth::bytes_per_second(100'000'000'000);  // 100 GB/s
 
-  ToyNetwork(const NetConfig& config, Simulator& sim) : config_(config), sim_(sim) {}
+  ToyNetwork(const NetConfig& config, Simulator& sim) : TransferNetwork(sim, config.gpus), config_(config), sim_(sim) {}
 
   void transfer(int src, int dst, uint64_t bytes, int, Callback on_complete) override {
     if (src == dst || bytes == 0) {

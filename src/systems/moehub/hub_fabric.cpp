@@ -5,9 +5,10 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
-#include "net/packet_network.h"
+#include "net/network.h"
 #include "sim/error.h"
 #include "platform/cluster.h"
+#include "platform/store_staging.h"
 
 namespace moehub {
 
@@ -80,15 +81,16 @@ class HubFabric::Node final : public gpu::StorePort,
                else gpu_.memory_write(bytes, std::move(done));
              }),
         line_(fabric.hub_.rpm.entry_bytes),
-        granule_(fabric.hub_.rpm.mask_granule_bytes),
-        staging_limit_(fabric.cluster_.config().bytes("gpu.store_staging_bytes")) {
+        granule_(fabric.hub_.rpm.mask_granule_bytes) {
     const int n = fabric.cluster_.gpus();
     if (fabric.cfg_.rpm && n > 1) {
       rpm_ = std::make_unique<RuntimePacketManager>(
           fabric.cluster_.sim(), fabric.hub_.rpm, std::min<uint32_t>(static_cast<uint32_t>(n - 1), fabric.hub_.rpm.partitions),
           *this);
     }
-    lanes_.resize(rpm_ ? std::min<size_t>(static_cast<size_t>(n - 1), fabric.hub_.rpm.partitions) : 1);
+    const size_t lanes = rpm_ ? std::min<size_t>(static_cast<size_t>(n - 1), fabric.hub_.rpm.partitions) : 1;
+    const uint64_t staging_limit = fabric.cluster_.config().bytes("gpu.store_staging_bytes");
+    for (size_t i = 0; i < lanes; ++i) lanes_.emplace_back(fabric.cluster_.sim(), staging_limit);
   }
 
   AddressAllocationUnit& aau() { return aau_; }
@@ -109,12 +111,7 @@ class HubFabric::Node final : public gpu::StorePort,
       return true;
     }
     Lane& lane = lanes_[rpm_ ? partition_of(dst) : 0];
-    if (lane.staged > 0 && lane.staged + store.bytes > staging_limit_) {
-      lane.retries.push_back(Retry{store.bytes, std::move(retry)});
-      return false;
-    }
-    lane.staged += store.bytes;
-    lane.queue.push_back(Pending{dst, t, store.bytes, 0});
+    if (!lane.staging.admit(store, std::move(retry))) return false;
     pump(lane);
     return true;
   }
@@ -122,8 +119,7 @@ class HubFabric::Node final : public gpu::StorePort,
   // --- fabric side (the RPM's PacketPort, or the direct path) ---
   bool can_send(uint32_t, uint32_t payload_bytes) const override {
     // One egress FIFO for every peer (both kinds of write are request-class traffic).
-    const PacketNetwork* net = f_.cluster_.packets();
-    return !net || net->can_inject(g_, payload_bytes, PacketKind::Write);
+    return f_.cluster_.network().can_send(g_, payload_bytes, PacketKind::Write);
   }
 
   bool accepts_nothing(uint32_t payload_bytes) const override { return !can_send(0, payload_bytes); }
@@ -131,25 +127,18 @@ class HubFabric::Node final : public gpu::StorePort,
   bool try_send(const HubPacket& h) override {
     // The destination is in the packet: the MallocID's GPU, or the GPU bits of a peer address.
     const int dst = h.rowsp ? static_cast<int>(h.malloc_id.gpu()) : static_cast<int>(h.address >> kGpuShift);
-    PacketNetwork* net = f_.cluster_.packets();
-    if (net) {
-      if (!can_send(h.peer, h.payload_bytes)) return false;
-      const PacketKind kind = h.rowsp ? PacketKind::RowSparseWrite : PacketKind::Write;
-      Packet p;
-      p.src = g_;
-      p.dst = dst;
-      p.payload_bytes = h.payload_bytes;
-      p.kind = kind;
-      p.header = header_of(h);
-      p.byte_mask = h.valid_mask;
-      p.cookie = h.rowsp ? h.row_offset : 0;  // the line's RowOffset, full width (acks ignore it)
-      p.client = this;
-      p.ack_awaited = false;  // the hub counts its acks; the DAM reacts to local write completions
-      net->inject(std::move(p));
-    } else {
-      // Flow fidelity: the packet is a small transfer; it arrives when the fabric has carried it.
-      f_.cluster_.network().transfer(g_, dst, h.payload_bytes, 0, [this, dst, h] { f_.nodes_[static_cast<size_t>(dst)]->arrive(g_, h); });
-    }
+    if (!can_send(h.peer, h.payload_bytes)) return false;
+    Packet p;
+    p.src = g_;
+    p.dst = dst;
+    p.payload_bytes = h.payload_bytes;
+    p.kind = h.rowsp ? PacketKind::RowSparseWrite : PacketKind::Write;
+    p.header = header_of(h);
+    p.byte_mask = h.valid_mask;
+    p.cookie = h.rowsp ? h.row_offset : 0;  // the line's RowOffset, full width (acks ignore it)
+    p.client = this;
+    p.ack_awaited = false;  // the hub counts its acks; the DAM reacts to local write completions
+    f_.cluster_.network().send(std::move(p));
     ++packets_;
     payload_ += h.payload_bytes;
     return true;
@@ -160,7 +149,7 @@ class HubFabric::Node final : public gpu::StorePort,
     room_waiters_.push_back(std::move(ready));
     if (!room_requested_) {
       room_requested_ = true;
-      f_.cluster_.packets()->request_room(g_, this);
+      f_.cluster_.network().request_room(g_, this);
     }
   }
 
@@ -208,10 +197,6 @@ class HubFabric::Node final : public gpu::StorePort,
   uint64_t payload() const { return payload_; }
 
  private:
-  struct Retry {
-    uint64_t bytes;
-    Callback retry;
-  };
   struct Landing {  // an st.rowsp write between its arrival and its landed report
     int src;
     RowspStore write;
@@ -219,21 +204,13 @@ class HubFabric::Node final : public gpu::StorePort,
     bool whole;
     Placement placement;
   };
-  struct Pending {
-    int dst;
-    HubTag tag;
-    uint64_t bytes;
-    uint64_t done;
-  };
   // The SM-to-hub path: one FIFO to the egress without an RPM (stores leave in issue order);
   // with the RPM, one per peer partition (a store waiting for a full partition holds up only
   // stores to that peer).
   struct Lane {
-    uint64_t staged = 0;
-    std::deque<Pending> queue;
-    std::deque<Retry> retries;
-    bool retry_pending = false;
-    bool waiting = false;
+    Lane(Simulator& sim, uint64_t limit) : staging(sim, limit) {}
+    StoreStaging staging;
+    bool waiting = false;  // for room in the RPM partition or the egress
   };
 
   // A packet's header: its store encoding without the RowOffset, which rows above 64 KiB
@@ -252,18 +229,19 @@ class HubFabric::Node final : public gpu::StorePort,
 
   // Cuts a lane's staged stores into transactions and hands them on, in order, while there is room.
   void pump(Lane& lane) {
-    while (!lane.queue.empty()) {
-      Pending& p = lane.queue.front();
-      const uint64_t tx = p.tag.rowsp ? f_.cfg_.rowsp_transaction_bytes : f_.cfg_.st_transaction_bytes;
-      const uint64_t at = (p.tag.rowsp ? p.tag.row_offset : p.tag.address) + p.done;
+    while (!lane.staging.empty()) {
+      const StoreStaging::Staged& p = lane.staging.front();
+      const HubTag tag = HubTag::decode(p.tag);
+      const uint64_t tx = tag.rowsp ? f_.cfg_.rowsp_transaction_bytes : f_.cfg_.st_transaction_bytes;
+      const uint64_t at = (tag.rowsp ? tag.row_offset : tag.address) + p.done;
       const uint64_t piece = std::min({tx, p.bytes - p.done, line_ - at % line_});
       const uint32_t peer = rpm_ ? partition_of(p.dst) : peer_of(p.dst);
       // A peer address carries its GPU (UVA: each GPU's memory has its own range).
       const uint64_t gpu_bits = static_cast<uint64_t>(p.dst) << kGpuShift;
       if (rpm_) {
         const RemoteStore s =
-            p.tag.rowsp ? RemoteStore::from(RowspStore{MallocId::encode(static_cast<uint32_t>(p.dst), p.tag.region),
-                                                       p.tag.row_id, at, static_cast<uint32_t>(piece), p.tag.nop})
+            tag.rowsp ? RemoteStore::from(RowspStore{MallocId::encode(static_cast<uint32_t>(p.dst), tag.region),
+                                                       tag.row_id, at, static_cast<uint32_t>(piece), tag.nop})
                         : RemoteStore::plain(gpu_bits | at, static_cast<uint32_t>(piece));
         if (!rpm_->try_store(peer, s)) {
           if (!lane.waiting) {
@@ -278,12 +256,12 @@ class HubFabric::Node final : public gpu::StorePort,
       } else {
         HubPacket h;
         h.peer = peer;
-        h.rowsp = p.tag.rowsp;
-        h.nop = p.tag.nop;
+        h.rowsp = tag.rowsp;
+        h.nop = tag.nop;
         const uint64_t line_start = at - at % line_;
-        if (p.tag.rowsp) {
-          h.malloc_id = MallocId::encode(static_cast<uint32_t>(p.dst), p.tag.region);
-          h.row_id = p.tag.row_id;
+        if (tag.rowsp) {
+          h.malloc_id = MallocId::encode(static_cast<uint32_t>(p.dst), tag.region);
+          h.row_id = tag.row_id;
           h.row_offset = line_start;
         } else {
           h.address = gpu_bits | line_start;
@@ -304,26 +282,9 @@ class HubFabric::Node final : public gpu::StorePort,
           return;
         }
       }
-      p.done += piece;
-      lane.staged -= piece;
-      if (p.done == p.bytes) lane.queue.pop_front();
+      lane.staging.took(piece);
     }
-    release_retry(lane);
-  }
-
-  // Lets the oldest refused store try again once it fits, one at a time: waking every waiting
-  // block whenever a byte drains would cost an event per block per packet.
-  void release_retry(Lane& lane) {
-    if (lane.retry_pending || lane.retries.empty()) return;
-    if (lane.staged > 0 && lane.staged + lane.retries.front().bytes > staging_limit_) return;
-    lane.retry_pending = true;
-    Callback r = std::move(lane.retries.front().retry);
-    lane.retries.pop_front();
-    f_.cluster_.sim().schedule_in(Time::zero(), [this, &lane, r = std::move(r)]() mutable {
-      lane.retry_pending = false;
-      r();
-      release_retry(lane);
-    });
+    lane.staging.release();
   }
 
   // st.rowsp at this hub: AAU placement, then the memory write, then the landed report per
@@ -403,7 +364,6 @@ class HubFabric::Node final : public gpu::StorePort,
   std::unique_ptr<RuntimePacketManager> rpm_;
   uint64_t line_;
   uint32_t granule_;
-  uint64_t staging_limit_;
   std::deque<Lane> lanes_;  // deque: callbacks hold references to lanes
   Slab<Landing> landings_;
   std::vector<Callback> room_scratch_;
