@@ -67,6 +67,10 @@ GemmModel::GemmModel(const GpuConfig& gpu, GemmProblem problem)
       sm_flops_per_second_(gpu.sm_tensor_flops_per_second()),
       threads_(gpu.gemm_threads_per_block),
       blocks_per_sm_(gpu.gemm_blocks_per_sm),
+      // The mainloop's shared-memory pipeline fills the SM (that is why gpu.gemm_blocks_per_sm
+      // is 1): a GEMM block's footprint is the SM's share per GEMM block, so blocks of two
+      // GEMM kernels (TE's per-expert GEMMs on several streams) do not share an SM.
+      shared_memory_(gpu.gemm_blocks_per_sm ? gpu.shared_memory_per_sm / gpu.gemm_blocks_per_sm : 0),
       slots_(std::max<uint64_t>(1, static_cast<uint64_t>(gpu.sm_count) * gpu.gemm_blocks_per_sm)) {
   if (tile_.m == 0) throw UserError("gpu.gemm_tile_m", "must be at least 1");
   if (tile_.n == 0) throw UserError("gpu.gemm_tile_n", "must be at least 1");
@@ -139,6 +143,7 @@ BlockShape GemmModel::block_shape() const {
   BlockShape s;
   s.threads = threads_;
   s.max_blocks_per_sm = blocks_per_sm_;
+  s.shared_memory = shared_memory_;
   return s;
 }
 

@@ -88,6 +88,7 @@ class GemmModel {
   uint64_t sm_flops_per_second_;
   uint32_t threads_;
   uint32_t blocks_per_sm_;
+  uint64_t shared_memory_;  // per block
   uint64_t slots_;
   uint64_t k_padded_;
   uint64_t tiles_n_;

@@ -107,6 +107,8 @@ HostConfig HostConfig::from(const Config& c) {
   h.sync_wakeup = c.time("host.sync_wakeup");
   h.d2h_latency = c.time("host.d2h_latency");
   h.d2h_bandwidth = c.bandwidth("host.d2h_bandwidth");
+  h.framework_op_cost = c.time("host.framework_op_cost");
+  h.nccl_call_cost = c.time("host.nccl_call_cost");
   h.validate();
   return h;
 }
@@ -116,6 +118,8 @@ void HostConfig::validate() const {
   require(sync_wakeup >= Time::zero(), "host.sync_wakeup", "must not be negative");
   require(d2h_latency >= Time::zero(), "host.d2h_latency", "must not be negative");
   require(d2h_bandwidth.bytes_per_second() > 0, "host.d2h_bandwidth", "must be positive");
+  require(framework_op_cost >= Time::zero(), "host.framework_op_cost", "must not be negative");
+  require(nccl_call_cost >= Time::zero(), "host.nccl_call_cost", "must not be negative");
 }
 
 }  // namespace moehub::gpu

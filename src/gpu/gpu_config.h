@@ -69,6 +69,8 @@ struct HostConfig {
   Time sync_wakeup;
   Time d2h_latency;
   Bandwidth d2h_bandwidth;
+  Time framework_op_cost;  // an eager framework op beyond its launch
+  Time nccl_call_cost;     // an NCCL group call beyond its kernel launch
 
   static HostConfig from(const Config& config);
   void validate() const;

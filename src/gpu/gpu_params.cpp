@@ -60,6 +60,14 @@ void declare_host_params(ParamRegistry& r) {
   r.time("host.sync_wakeup", "Host wake-up after the stream it waits on drains (cudaStreamSynchronize)");
   r.time("host.d2h_latency", "Fixed latency of a small device-to-host copy");
   r.bandwidth("host.d2h_bandwidth", "Device-to-host copy bandwidth (PCIe, one direction)").positive();
+  r.time("host.framework_op_cost",
+         "Host time of one eager framework op (Python, the PyTorch dispatcher, autograd bookkeeping) beyond its raw "
+         "kernel launch (host.issue_cost)")
+      .at_least(0);
+  r.time("host.nccl_call_cost",
+         "Host time of one NCCL group call from the framework (torch.distributed or ncclGroupStart..End) beyond "
+         "its kernel launch")
+      .at_least(0);
 }
 
 }  // namespace moehub

@@ -15,20 +15,45 @@ void Host::span(const std::string& name, const char* category, Time start) {
 
 KernelId Host::launch(Stream& stream, KernelSpec spec) {
   const KernelId id = stream.gpu().create_kernel(std::move(spec));
+  ++ops_count_.kernels;
   push(Op{Op::Kind::Launch, &stream, id, 0, 0, Time::zero(), nullptr});
   return id;
 }
 
-void Host::record(Stream& stream, EventId event) { push(Op{Op::Kind::Record, &stream, 0, event, 0, Time::zero(), nullptr}); }
+void Host::record(Stream& stream, EventId event) {
+  ++ops_count_.events;
+  push(Op{Op::Kind::Record, &stream, 0, event, 0, Time::zero(), nullptr});
+}
 
-void Host::wait(Stream& stream, EventId event) { push(Op{Op::Kind::Wait, &stream, 0, event, 0, Time::zero(), nullptr}); }
+void Host::wait(Stream& stream, EventId event) {
+  ++ops_count_.events;
+  push(Op{Op::Kind::Wait, &stream, 0, event, 0, Time::zero(), nullptr});
+}
 
 void Host::sync(Stream& stream, uint64_t bytes, Time host_work, Callback then) {
+  ++ops_count_.syncs;
+  if (bytes > 0) ++ops_count_.d2h_copies;
   push(Op{Op::Kind::Sync, &stream, 0, 0, bytes, host_work, std::move(then)});
 }
 
 void Host::work(Time duration, Callback then) {
   push(Op{Op::Kind::Work, nullptr, 0, 0, 0, duration, std::move(then)});
+}
+
+void Host::copy(Stream& stream, std::string label, uint64_t bytes, bool to_host) {
+  ++(to_host ? ops_count_.d2h_copies : ops_count_.h2d_copies);
+  const Time duration = cfg_.d2h_latency + cfg_.d2h_bandwidth.transfer_time(bytes);
+  work(cfg_.issue_cost, [&stream, label = std::move(label), duration] { stream.copy(label, duration); });
+}
+
+void Host::framework_op(Callback then) {
+  ++ops_count_.framework_ops;
+  work(cfg_.framework_op_cost, std::move(then));
+}
+
+void Host::nccl_call(Callback then) {
+  ++ops_count_.nccl_calls;
+  work(cfg_.nccl_call_cost, std::move(then));
 }
 
 void Host::call(Callback fn) { push(Op{Op::Kind::Call, nullptr, 0, 0, 0, Time::zero(), std::move(fn)}); }

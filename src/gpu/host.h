@@ -18,6 +18,19 @@
 
 namespace moehub::gpu {
 
+// What one host program issued, counted as a profiler would (a kernel per cudaLaunchKernel, a
+// copy per cudaMemcpyAsync, a sync per blocking wait), plus the CPU time it was busy.
+struct HostOps {
+  uint64_t kernels = 0;
+  uint64_t framework_ops = 0;  // eager framework ops (framework_op), with or without a kernel
+  uint64_t nccl_calls = 0;
+  uint64_t d2h_copies = 0;
+  uint64_t h2d_copies = 0;
+  uint64_t syncs = 0;          // the host blocked until a stream drained
+  uint64_t events = 0;         // cudaEventRecord and cudaStreamWaitEvent
+  Time busy;
+};
+
 class Host {
  public:
   // `pid` is the timeline process the host's track belongs to (its GPU's index).
@@ -35,13 +48,26 @@ class Host {
   // (host.sync_wakeup), works for `host_work`, then runs `then` (which may append calls, e.g.
   // launches sized from the copied counts).
   void sync(Stream& stream, uint64_t bytes, Time host_work = Time::zero(), Callback then = nullptr);
+  // cudaMemcpyAsync of `bytes` on `stream` (issue cost on the host, then the copy on the stream
+  // at host.d2h_latency + bytes at host.d2h_bandwidth, in either direction).
+  void copy(Stream& stream, std::string label, uint64_t bytes, bool to_host);
   // CPU work of the host program, then `then`.
   void work(Time duration, Callback then = nullptr);
+  // One eager framework op's host cost beyond its launch (host.framework_op_cost); the op's
+  // kernel, if it has one, is launched after it.
+  void framework_op(Callback then = nullptr);
+  // The host cost of one NCCL group call beyond its kernel launch (host.nccl_call_cost).
+  void nccl_call(Callback then = nullptr);
   // Runs `fn` at this point of the host program, taking no time.
   void call(Callback fn);
 
   bool idle() const { return !busy_ && ops_.empty(); }
   Time busy_time() const { return busy_time_; }
+  HostOps ops() const {
+    HostOps o = ops_count_;
+    o.busy = busy_time_;
+    return o;
+  }
 
  private:
   struct Op {
@@ -67,6 +93,7 @@ class Host {
   std::deque<Op> ops_;
   bool busy_ = false;
   Time busy_time_;
+  HostOps ops_count_;
 };
 
 }  // namespace moehub::gpu

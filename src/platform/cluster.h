@@ -65,6 +65,12 @@ class Cluster {
 
   // Launches `spec` on `stream` through GPU g's host; its run is logged as `what`.
   gpu::KernelId launch(int g, gpu::Stream& stream, Activity what, gpu::KernelSpec spec);
+  // An eager framework op that launches one kernel: its host cost (host.framework_op_cost),
+  // then the launch.
+  gpu::KernelId op(int g, gpu::Stream& stream, Activity what, gpu::KernelSpec spec) {
+    host(g).framework_op();
+    return launch(g, stream, what, std::move(spec));
+  }
   // cudaMemcpy(D2H, bytes) + cudaStreamSynchronize + `host_work`, logged as Synchronisation
   // from the moment the host reaches it until it resumes; then `then`.
   void host_sync(int g, gpu::Stream& stream, uint64_t bytes, Time host_work, Callback then);

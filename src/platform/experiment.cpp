@@ -21,6 +21,23 @@ std::optional<double> rate_gbps(uint64_t bytes, const std::optional<Time>& start
   return static_cast<double>(bytes) / (*end - *start).seconds() / 1e9;
 }
 
+// What each GPU's host program issued (docs/systems.md says what each system's counts are).
+nlohmann::json ops_json(Cluster& cluster) {
+  nlohmann::json per_gpu = nlohmann::json::array();
+  for (int g = 0; g < cluster.gpus(); ++g) {
+    const gpu::HostOps o = cluster.host(g).ops();
+    per_gpu.push_back({{"kernels", o.kernels},
+                       {"host_ops", o.framework_ops},
+                       {"nccl_calls", o.nccl_calls},
+                       {"d2h_copies", o.d2h_copies},
+                       {"h2d_copies", o.h2d_copies},
+                       {"host_syncs", o.syncs},
+                       {"event_calls", o.events},
+                       {"host_busy_us", o.busy.us()}});
+  }
+  return per_gpu;
+}
+
 nlohmann::json mean_or_null(const std::vector<double>& v) {
   if (v.empty()) return nullptr;
   double s = 0;
@@ -89,6 +106,7 @@ SystemOutcome run_one(const Config& config, const Workload& workload, const Syst
   r["dispatch_GBps"] = mean_or_null(dispatch);
   r["combine_GBps"] = mean_or_null(combine);
   r["events"] = out.events;
+  r["ops"] = ops_json(cluster);
   if (auto s = system->stats(cluster); !s.is_null()) {
     // The hub's counters also stand at results[].hub, where issue 6's contract puts them.
     if (s.is_object() && s.contains("hub")) r["hub"] = s["hub"];
@@ -157,6 +175,8 @@ unsigned experiment_threads(const ExperimentOptions& options, size_t systems) {
 std::vector<SystemOutcome> run_experiment(const Config& config, const Workload& workload,
                                           const std::vector<const SystemEntry*>& systems,
                                           const ExperimentOptions& options) {
+  // A system that cannot hold the workload fails now, not after the others have run.
+  for (const SystemEntry* s : systems) s->make(config)->check(config, workload);
   const LayerFrame frame = layer_frame(config, workload);
   std::vector<SystemOutcome> outcomes(systems.size());
   std::vector<std::exception_ptr> errors(systems.size());

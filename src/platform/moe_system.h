@@ -21,6 +21,13 @@ class MoeSystem {
   virtual void start(Cluster& cluster) = 0;
   // System-specific results for the report (e.g. dropped tokens, hub counters); null if none.
   virtual nlohmann::json stats(Cluster& cluster) { (void)cluster; return nullptr; }
+  // Before anything is simulated (every chosen system is checked before the first runs):
+  // throws UserError naming the parameter, and the size it would need, when this system's
+  // hardware or tables cannot hold this workload.
+  virtual void check(const Config& config, const Workload& workload) const {
+    (void)config;
+    (void)workload;
+  }
 };
 
 struct SystemEntry {

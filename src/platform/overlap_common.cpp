@@ -49,10 +49,7 @@ void StreamCollective::arrive() {
 }
 
 void host_to_device_copy(Cluster& cluster, int g, gpu::Stream& stream, std::string label, uint64_t bytes) {
-  const gpu::HostConfig h = gpu::HostConfig::from(cluster.config());
-  const Time duration = h.d2h_latency + h.d2h_bandwidth.transfer_time(bytes);
-  cluster.host(g).work(h.issue_cost);
-  cluster.host(g).call([&stream, label = std::move(label), duration] { stream.copy(label, duration); });
+  cluster.host(g).copy(stream, std::move(label), bytes, false);
 }
 
 }  // namespace moehub

@@ -40,6 +40,8 @@ inline HostConfig host() {
   h.sync_wakeup = Time::from_us(5);
   h.d2h_latency = Time::from_us(5);
   h.d2h_bandwidth = parse_bandwidth("64GB/s");
+  h.framework_op_cost = Time::from_us(5);
+  h.nccl_call_cost = Time::from_us(7);
   return h;
 }
 

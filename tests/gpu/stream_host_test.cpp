@@ -73,6 +73,55 @@ TEST(Host, BackToBackLaunchesHideTheirCostBehindRunningKernels) {
   EXPECT_EQ(gpu.kernel_times(k2).started->ps(), 14500000 + 1500000);
 }
 
+// The host-bound regime: N framework ops whose kernels are shorter than their host cost. Each
+// op costs 5 us (framework) + 3 us (launch) of host time; a 2 us kernel finishes before the
+// next one is issued, so the program takes N x 8 us plus the last kernel's gap and run time.
+TEST(Host, FrameworkOpsWithShortKernelsTakeNTimesTheirHostCost) {
+  Simulator sim;
+  Gpu gpu(sim, h800());
+  Host host(sim, testing::host());
+  Stream& s = gpu.create_stream("s");
+  constexpr int kOps = 10;
+  KernelId last = 0;
+  for (int i = 0; i < kOps; ++i) {
+    host.framework_op();
+    last = host.launch(s, busy("small", Time::from_us(2)));
+  }
+  sim.run();
+  EXPECT_EQ(gpu.kernel_times(last).started->ps(), kOps * 8000000 + 1500000);
+  EXPECT_EQ(gpu.kernel_times(last).ended->ps(), kOps * 8000000 + 1500000 + 2000000);
+  const HostOps o = host.ops();
+  EXPECT_EQ(o.kernels, 10u);
+  EXPECT_EQ(o.framework_ops, 10u);
+  EXPECT_EQ(o.busy.ps(), kOps * 8000000);
+}
+
+TEST(Host, CountsWhatItIssues) {
+  Simulator sim;
+  Gpu gpu(sim, h800());
+  Host host(sim, testing::host());
+  Stream& s = gpu.create_stream("s");
+  Stream& side = gpu.create_stream("side");
+  const EventId e = gpu.create_event("e");
+  host.nccl_call();                              // 7 us
+  host.launch(s, busy("k", Time::from_us(1)));   // 3 us
+  host.record(s, e);                             // 3 us
+  host.wait(side, e);                            // 3 us
+  host.copy(side, "d2h", 64, true);              // 3 us
+  host.copy(side, "h2d", 64, false);             // 3 us
+  host.sync(s, 8, Time::zero());                 // 3 us issue + 5 us wake-up
+  sim.run();
+  const HostOps o = host.ops();
+  EXPECT_EQ(o.kernels, 1u);
+  EXPECT_EQ(o.nccl_calls, 1u);
+  EXPECT_EQ(o.events, 2u);
+  EXPECT_EQ(o.d2h_copies, 2u);  // the copy and the sync's copy
+  EXPECT_EQ(o.h2d_copies, 1u);
+  EXPECT_EQ(o.syncs, 1u);
+  EXPECT_EQ(o.framework_ops, 0u);
+  EXPECT_EQ(o.busy.ps(), Time::from_us(7 + 3 * 6 + 5).ps());
+}
+
 TEST(Host, ASyncExposesTheLaunchLatencyOfTheNextKernel) {
   Simulator sim;
   Gpu gpu(sim, h800());

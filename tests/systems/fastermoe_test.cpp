@@ -57,6 +57,20 @@ TEST(FasterMoe, IssuesOneNcclCallPerStepAndExpertAndEightHostSyncs) {
     EXPECT_EQ(test::count_activity(c, g, Activity::Synchronisation), 8) << "GPU " << g;
   }
   EXPECT_EQ(r->system->stats(c)["steps"], 4);
+  // Written from the code (docs/systems.md, fastermoe): NCCL calls = the count exchange + one per
+  // step and local expert each way (1 + 2 x 4 x 2); framework ops (Python calls) = expert_count,
+  // expert_exchange, cumsum, .item(), assign_pos, sum, .item(), 3 x .cpu(), index_select,
+  // smart_sch_forward, zeros, index_copy_, the weighted sum (15) + 4 per (step, expert) with
+  // rows (GEMM1, activation, GEMM2, copy); D2H copies: the 5 syncs that read counts.
+  for (int g = 0; g < 4; ++g) {
+    const gpu::HostOps o = c.host(g).ops();
+    int expert_calls = 0;
+    for (const auto& k : kernels(c, g)) expert_calls += starts_with(k.name, "fmoe_gemm1") ? 1 : 0;
+    EXPECT_EQ(o.nccl_calls, 17u) << "GPU " << g;
+    EXPECT_EQ(o.framework_ops, 15u + 4u * static_cast<uint64_t>(expert_calls)) << "GPU " << g;
+    EXPECT_EQ(o.d2h_copies, 5u) << "GPU " << g;
+    EXPECT_EQ(o.syncs, 8u) << "GPU " << g;
+  }
 }
 
 // Graph-level overlap: step 0's experts start before the last dispatch step has finished, and

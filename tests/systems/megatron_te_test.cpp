@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+
 #include "platform/nccl_group_call.h"
 #include "platform/nccl_ring_all_gather.h"
 #include "systems/system_run.h"
@@ -42,6 +45,31 @@ TEST(MegatronTe, NoExpertGemmBeforeTheDispatchAllToAllEndsAndNoCombineBeforeTheL
     EXPECT_GE(*p.combine_start, last_expert) << "GPU " << g;
     // The dispatch starts only after the host sync returned.
     EXPECT_GE(*p.dispatch_start, r.span(g, Activity::Synchronisation).second) << "GPU " << g;
+  }
+}
+
+// The counts written from the code (docs/systems.md, megatron-te): 18 kernels + 2 GEMMs per
+// local expert with rows (TE's per-expert cuBLAS GEMMs); 22 framework ops; 4 NCCL calls; 6 D2H
+// copies and 1 sync; events: the D2H stream's record and wait, and per GroupedLinear one
+// record on the compute stream, a wait and a record on each of S = min(4, G) side streams and
+// S waits back: 2 + 2 (1 + 3S).
+TEST(MegatronTe, OpCountsAsTheCodeIssuesThem) {
+  for (const int local : {1, 2, 8}) {
+    // 4 GPUs, `local` experts each, top-1 routing over 4096 tokens: every expert gets rows.
+    SystemRun r("megatron-te", {"run.gpus=4", "model.experts=" + std::to_string(4 * local), "model.top_k=1",
+                                "run.tokens=4096"},
+                false);
+    r.run();
+    const uint64_t g_rows = static_cast<uint64_t>(local), s = std::min<uint64_t>(4, g_rows);
+    for (int g = 0; g < 4; ++g) {
+      const gpu::HostOps o = r.cluster->host(g).ops();
+      EXPECT_EQ(o.kernels, 18 + 2 * g_rows) << "E_l " << local << " GPU " << g;
+      EXPECT_EQ(o.framework_ops, 22u);
+      EXPECT_EQ(o.nccl_calls, 4u);
+      EXPECT_EQ(o.d2h_copies, 6u);
+      EXPECT_EQ(o.syncs, 1u);
+      EXPECT_EQ(o.events, 2 + 2 * (1 + 3 * s)) << "E_l " << local;
+    }
   }
 }
 

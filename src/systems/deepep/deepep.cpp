@@ -29,7 +29,7 @@ struct DeepEpParams {
   uint32_t kernel_threads;
   uint32_t dispatch_chunk, dispatch_ring, combine_chunk, combine_ring;
   uint32_t notify_threads, layout_threads, layout_experts_per_block, layout_ranks_per_block;
-  Time mapped_write_latency, host_poll_reaction, framework_op_cost;
+  Time mapped_write_latency, host_poll_reaction;
 
   static DeepEpParams from(const Config& c) {
     auto u = [&](const char* k) { return c.integer_u32(std::string("systems.deepep.") + k); };
@@ -44,8 +44,7 @@ struct DeepEpParams {
                    u("layout_experts_per_block"),
                    u("layout_ranks_per_block"),
                    c.time("systems.deepep.mapped_write_latency"),
-                   c.time("systems.deepep.host_poll_reaction"),
-                   c.time("systems.deepep.framework_op_cost")};
+                   c.time("systems.deepep.host_poll_reaction")};
     if (p.num_sms % 2 != 0) throw UserError("systems.deepep.num_sms", "must be even (one sender and one receiver CTA per channel)");
     if (p.dispatch_chunk > p.dispatch_ring) throw UserError("systems.deepep.dispatch_chunk_tokens", "exceeds the ring size");
     if (p.combine_chunk > p.combine_ring) throw UserError("systems.deepep.combine_chunk_tokens", "exceeds the ring size");
@@ -66,7 +65,6 @@ void declare_deepep_params(ParamRegistry& r) {
   r.integer("systems.deepep.layout_ranks_per_block", "Ranks counted per get_dispatch_layout CTA").at_least(1);
   r.time("systems.deepep.mapped_write_latency", "PCIe latency of the GPU's store into host-mapped memory").at_least(0);
   r.time("systems.deepep.host_poll_reaction", "Time for the spinning CPU to act on the mapped counter").at_least(0);
-  r.time("systems.deepep.framework_op_cost", "Host time of a PyTorch op beyond the raw kernel launch").at_least(0);
 }
 
 // Per GPU: what it sends (by channel and peer) and how its receive buffer is laid out.
@@ -253,7 +251,7 @@ class DeepEpSystem final : public MoeSystem {
   };
 
   void op(int g, gpu::Stream& s, Activity what, gpu::KernelSpec spec) {
-    c_->host(g).work(p_.framework_op_cost);
+    c_->host(g).framework_op();
     c_->launch(g, s, what, std::move(spec));
   }
   // `to` waits for everything issued on `from` so far (DeepEP's stream_wait).
@@ -283,13 +281,13 @@ class DeepEpSystem final : public MoeSystem {
 
     // get_dispatch_layout on the comm stream: per-rank and per-expert counts, is_token_in_rank.
     stream_wait(g, comm, s, "layout after compute");
-    c.host(g).work(p_.framework_op_cost);
+    c.host(g).framework_op();
     c.launch(g, comm, Activity::DataShuffle, layout_kernel(g));
     stream_wait(g, s, comm, "compute after layout");
 
     // intranode_dispatch: notify_dispatch, then the host spins on the mapped counter.
     stream_wait(g, comm, s, "dispatch after compute");
-    c.host(g).work(p_.framework_op_cost);
+    c.host(g).framework_op();
     const uint64_t el_max = max_local_experts();
     NotifyConfig nc;
     nc.name = "deepep_notify_dispatch";
@@ -413,7 +411,7 @@ class DeepEpSystem final : public MoeSystem {
 
     // intranode_combine: cached_notify_combine, then the combine kernel.
     stream_wait(g, comm, s, "combine after compute");
-    c.host(g).work(p_.framework_op_cost);
+    c.host(g).framework_op();
     const uint64_t n = static_cast<uint64_t>(c.gpus());
     NotifyConfig nc;
     nc.name = "deepep_cached_notify_combine";

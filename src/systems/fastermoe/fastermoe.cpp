@@ -117,29 +117,35 @@ class FasterMoeSystem final : public MoeSystem {
 
     k.launch_routing(g, s, tokens);
     // count_by_gate: expert_count over the T*k gate indices.
-    c.launch(g, s, Activity::DataShuffle, k.memory(g, "fmoe_expert_count", tk * kCountBytes + e * kCountBytes));
+    // Python-level calls (PyTorch ops and the fmoe_cuda extension's entry points) pay the
+    // framework op cost (c.op, host.framework_op); what the extension's C++ issues does not.
+    c.op(g, s, Activity::DataShuffle, k.memory(g, "fmoe_expert_count", tk * kCountBytes + e * kCountBytes));
     // expert_exchange on stream(0), then cudaStreamSynchronize(stream 0) (sync 1).
+    host.framework_op();
     const gpu::EventId counted = gpu.create_event("fmoe_counted");
     host.record(s, counted);
     host.wait(smgr0, counted);
+    host.nccl_call();
     count_exchange_->launch(g, smgr0);
     c.host_sync(g, smgr0, 0, Time::zero(), nullptr);
     // cumsum; lec_cum[-1].item() (sync 2); assign_pos.
-    c.launch(g, s, Activity::DataShuffle, k.memory(g, "fmoe_cumsum", 2 * e * kCountBytes));
+    c.op(g, s, Activity::DataShuffle, k.memory(g, "fmoe_cumsum", 2 * e * kCountBytes));
+    host.framework_op();
     c.host_sync(g, s, kCountBytes, Time::zero(), nullptr);
-    c.launch(g, s, Activity::DataShuffle, k.memory(g, "fmoe_assign_pos", 2 * tk * kCountBytes + e * kCountBytes));
+    c.op(g, s, Activity::DataShuffle, k.memory(g, "fmoe_assign_pos", 2 * tk * kCountBytes + e * kCountBytes));
     // prepare_forward: fwd_expert_count.sum().item() (sync 3); three .cpu() copies (syncs 4-6).
-    c.launch(g, s, Activity::DataShuffle, k.memory(g, "fmoe_fwd_count_sum", e * kCountBytes));
-    c.host_sync(g, s, kCountBytes, Time::zero(), nullptr);
-    c.host_sync(g, s, e * kCountBytes, Time::zero(), nullptr);               // local_expert_count
-    c.host_sync(g, s, e * kCountBytes, Time::zero(), nullptr);               // global_expert_count
-    c.host_sync(g, s, u(local(g)) * kCountBytes, Time::zero(), nullptr);     // fwd_expert_count
+    c.op(g, s, Activity::DataShuffle, k.memory(g, "fmoe_fwd_count_sum", e * kCountBytes));
+    for (const uint64_t bytes : {kCountBytes, e * kCountBytes, e * kCountBytes, u(local(g)) * kCountBytes}) {
+      host.framework_op();  // .item(), then .cpu() of local, global and fwd expert counts
+      c.host_sync(g, s, bytes, Time::zero(), nullptr);
+    }
     // _local_scatter: index_select of the T*k rows into expert order.
     gpu::KernelSpec scatter = k.permute(g, tk, "fmoe_local_scatter");
     scatter.on_done = [this, g] { functional_local_scatter(g); };
-    c.launch(g, s, Activity::DataShuffle, std::move(scatter));
-    // _smart_sch_forward: new_zeros for global_input_buf, global_output_buf, output_buf.
+    c.op(g, s, Activity::DataShuffle, std::move(scatter));
+    // _smart_sch_forward (one call into the extension): new_zeros for global_input_buf, global_output_buf, output_buf.
     const uint64_t in_rows = u(rows_in(g));
+    host.framework_op();
     c.launch(g, s, Activity::DataShuffle, k.memory(g, "fmoe_zeros_global_input", in_rows * h * eb));
     c.launch(g, s, Activity::DataShuffle, k.memory(g, "fmoe_zeros_global_output", in_rows * h * eb));
     c.launch(g, s, Activity::DataShuffle, k.memory(g, "fmoe_zeros_output", tk * h * eb));
@@ -154,7 +160,10 @@ class FasterMoeSystem final : public MoeSystem {
     }
     // S_0..S_{n-1} on the comm stream.
     for (int st = 0; st < steps; ++st) {
-      for (int ei = 0; ei < max_local_; ++ei) S(st, ei).launch(g, comm, [this, g, st, ei] { mark(g, S(st, ei), true); });
+      for (int ei = 0; ei < max_local_; ++ei) {
+        host.nccl_call();
+        S(st, ei).launch(g, comm, [this, g, st, ei] { mark(g, S(st, ei), true); });
+      }
       host.record(comm, input_ready[u(st)]);
     }
     // C_0..C_{n-1} on the compute stream, each after its step's receives.
@@ -172,35 +181,39 @@ class FasterMoeSystem final : public MoeSystem {
         g1.on_done = [this, g] {
           if (--gemm1_pending_[u(g)] == 0) cluster_->phases(g).gemm1_end = cluster_->sim().now();
         };
-        c.launch(g, s, Activity::ExpertCompute, std::move(g1));
-        c.launch(g, s, Activity::ExpertCompute, k.activation(g, u(mrows)));
-        c.launch(g, s, Activity::ExpertCompute, k.gemm2_model(grp).kernel(fmt::format("fmoe_gemm2_s{}", st), hooks(g, ei, base, false)));
+        // expert_fn is Python: GEMM1, activation, GEMM2 and the copy are framework ops.
+        c.op(g, s, Activity::ExpertCompute, std::move(g1));
+        c.op(g, s, Activity::ExpertCompute, k.activation(g, u(mrows)));
+        c.op(g, s, Activity::ExpertCompute, k.gemm2_model(grp).kernel(fmt::format("fmoe_gemm2_s{}", st), hooks(g, ei, base, false)));
         // _expert_forward's y.copy_(y0) into global_output_buf.
         gpu::KernelSpec copy = k.memory(g, "fmoe_output_copy", 2 * u(mrows) * h * eb);
         copy.on_done = [this, g, base, mrows] { functional_output_copy(g, base, mrows); };
-        c.launch(g, s, Activity::DataShuffle, std::move(copy));
+        c.op(g, s, Activity::DataShuffle, std::move(copy));
       }
       host.record(s, output_ready[u(st)]);
     }
     // R_0..R_{n-1}: same comm stream, so after every S step.
     for (int st = 0; st < steps; ++st) {
       host.wait(comm, output_ready[u(st)]);
-      for (int ei = 0; ei < max_local_; ++ei) R(st, ei).launch(g, comm, [this, g, st, ei] { mark(g, R(st, ei), false); });
+      for (int ei = 0; ei < max_local_; ++ei) {
+        host.nccl_call();
+        R(st, ei).launch(g, comm, [this, g, st, ei] { mark(g, R(st, ei), false); });
+      }
     }
     // smgr->sync(num_expert + 1): the comm stream holds the last work (syncs of idle streams
     // return at once and are not modelled) (sync 8).
     c.host_sync(g, comm, 0, Time::zero(), nullptr);
     // _local_gather: zeros + index_copy_ back to (token, slot) order; then the gate-weighted sum.
-    c.launch(g, s, Activity::DataShuffle, k.memory(g, "fmoe_gather_zeros", tk * h * eb));
+    c.op(g, s, Activity::DataShuffle, k.memory(g, "fmoe_gather_zeros", tk * h * eb));
     gpu::KernelSpec gather = k.permute(g, tk, "fmoe_local_gather");
     gather.on_done = [this, g] { functional_local_gather(g); };
-    c.launch(g, s, Activity::DataShuffle, std::move(gather));
+    c.op(g, s, Activity::DataShuffle, std::move(gather));
     gpu::KernelSpec sc = k.scaling(g, u(tokens));
     sc.on_done = [this, g] {
       functional_scaling(g);
       cluster_->layer_done(g);
     };
-    c.launch(g, s, Activity::Scaling, std::move(sc));
+    c.op(g, s, Activity::Scaling, std::move(sc));
   }
 
   void mark(int g, NcclGroupCall& call, bool dispatch) {

@@ -9,6 +9,8 @@
 //   code does), GEMM2; unsort; NCCL all-to-all back; unpermute (zeros + scatter_add, a pure sum
 //   of each token's k rows).
 
+#include <algorithm>
+#include <fmt/format.h>
 #include <memory>
 #include <vector>
 
@@ -25,24 +27,22 @@ namespace {
 namespace mp = megatron_permute;
 
 struct MegatronParams {
-  Time framework_op_cost;
-  Time nccl_group_host_cost;
   NcclKernelShape nccl;
+  uint32_t te_gemm_streams = 0;
   static MegatronParams from(const Config& c) {
-    MegatronParams p{c.time("systems.megatron-te.framework_op_cost"), c.time("systems.megatron-te.nccl_group_host_cost"), {}};
+    MegatronParams p;
+    p.te_gemm_streams = c.integer_u32("systems.megatron-te.te_gemm_streams");
     p.nccl.threads = c.integer_u32("systems.megatron-te.nccl_cta_threads");
     return p;
   }
 };
 
 void declare_megatron_params(ParamRegistry& r) {
-  r.time("systems.megatron-te.framework_op_cost",
-         "Host time of a PyTorch eager op beyond the raw kernel launch (host.issue_cost)")
-      .at_least(0);
-  r.time("systems.megatron-te.nccl_group_host_cost",
-         "Host time of an NCCL group call (all_to_all_single / all_gather) beyond its kernel launch")
-      .at_least(0);
   r.integer("systems.megatron-te.nccl_cta_threads", "Threads per NCCL CTA").at_least(32).at_most(1024);
+  r.integer("systems.megatron-te.te_gemm_streams",
+            "Compute streams Transformer Engine's grouped linear spreads its per-expert cuBLAS GEMMs over")
+      .at_least(1)
+      .at_most(64);
 }
 
 // Where GPU g's rows sit in each buffer of the dispatcher, as its own mechanism computes them.
@@ -119,7 +119,6 @@ class MegatronTeSystem final : public MoeSystem {
   void start(Cluster& cluster) override {
     c_ = &cluster;
     k_ = std::make_unique<SharedKernels>(cluster);
-    host_ = gpu::HostConfig::from(cluster.config());
     const int n = cluster.gpus();
     const Workload& w = cluster.workload();
     const uint64_t row_bytes = static_cast<uint64_t>(w.model().row_bytes());
@@ -139,6 +138,9 @@ class MegatronTeSystem final : public MoeSystem {
     for (int g = 0; g < n; ++g) {
       gpu::Gpu& gp = cluster.gpu(g);
       counts_done_.push_back(gp.create_signal("allgather counts done"));
+      std::vector<gpu::Stream*> side;
+      for (uint32_t i = 0; i < p_.te_gemm_streams; ++i) side.push_back(&gp.create_stream(fmt::format("te_gemm_{}", i)));
+      te_streams_.push_back(std::move(side));
     }
     counts_ = std::make_unique<RingAllGather>(cluster, static_cast<uint64_t>(w.model().experts()) * mp::kLongBytes,
                                               [this](int g) { c_->gpu(g).signal_add(counts_done_[static_cast<size_t>(g)], 1); });
@@ -152,14 +154,11 @@ class MegatronTeSystem final : public MoeSystem {
   }
 
  private:
-  // A PyTorch op: Python/ATen dispatch on the host, then the kernel launch.
-  void op(int g, Activity what, gpu::KernelSpec spec) {
-    c_->host(g).work(p_.framework_op_cost);
-    c_->launch(g, c_->stream(g), what, std::move(spec));
-  }
+  // A PyTorch op on the compute stream: Python/ATen dispatch on the host, then the launch.
+  void op(int g, Activity what, gpu::KernelSpec spec) { c_->op(g, c_->stream(g), what, std::move(spec)); }
   // The count all-gather's NCCL call (the all-to-alls are all_to_all below).
   void all_gather(int g, std::string name, std::function<void()> join, gpu::SignalId done) {
-    c_->host(g).work(p_.nccl_group_host_cost);
+    c_->host(g).nccl_call();
     c_->launch(g, c_->stream(g), Activity::Communication, nccl_kernel(std::move(name), p_.nccl, std::move(join), done));
   }
   // An all_to_all_single: its group call's host cost, then its kernel; `done(start, end)` with
@@ -167,7 +166,7 @@ class MegatronTeSystem final : public MoeSystem {
   // its flag). A rank with nothing to send or receive launches nothing (NCCL's group has no
   // work for it): its part begins and ends when its stream reaches the call.
   void all_to_all(int g, NcclGroupCall& call, std::function<void(Time, Time)> done) {
-    c_->host(g).work(p_.nccl_group_host_cost);
+    c_->host(g).nccl_call();
     if (!call.participates(g)) {
       c_->host(g).call([this, g, done = std::move(done)]() mutable {
         c_->stream(g).callback([this, done = std::move(done)] { done(c_->sim().now(), c_->sim().now()); });
@@ -176,6 +175,36 @@ class MegatronTeSystem final : public MoeSystem {
     }
     NcclGroupCall* c = &call;  // owned by this system for the whole run
     call.launch(g, c_->stream(g), [this, g, c, done = std::move(done)] { done(*c->resident_at(g), c_->sim().now()); });
+  }
+
+  // Transformer Engine's GroupedLinear in bf16 (fc1 or fc2): one Python op, then TE's
+  // multi-stream cuBLAS path: the compute stream records an event that the first
+  // min(te_gemm_streams, experts) side streams wait on, one GEMM per local expert with rows
+  // goes to side stream i mod te_gemm_streams, and the compute stream waits for an event
+  // recorded on each used side stream (docs/research/systems.md 1.2).
+  void grouped_linear(int g, bool fc1) {
+    Cluster& c = *c_;
+    gpu::Gpu& gp = c.gpu(g);
+    gpu::Host& host = c.host(g);
+    gpu::Stream& main = c.stream(g);
+    const Layout& l = layouts_[static_cast<size_t>(g)];
+    std::vector<gpu::Stream*>& side = te_streams_[static_cast<size_t>(g)];
+    const size_t used = std::min<size_t>(side.size(), l.expert_rows.size());
+    host.framework_op();
+    const gpu::EventId start = gp.create_event(fc1 ? "te fc1 start" : "te fc2 start");
+    host.record(main, start);
+    for (size_t i = 0; i < used; ++i) host.wait(*side[i], start);
+    for (size_t e = 0; e < l.expert_rows.size(); ++e) {
+      if (l.expert_rows[e] == 0) continue;
+      const std::vector<uint64_t> rows{l.expert_rows[e]};
+      gpu::GemmModel model = fc1 ? k_->gemm1_model(rows) : k_->gemm2_model(rows);
+      c.launch(g, *side[e % side.size()], Activity::ExpertCompute, model.kernel(fc1 ? "te_fc1_gemm" : "te_fc2_gemm"));
+    }
+    for (size_t i = 0; i < used; ++i) {
+      const gpu::EventId done = gp.create_event(fc1 ? "te fc1 done" : "te fc2 done");
+      host.record(*side[i], done);
+      host.wait(main, done);
+    }
   }
 
   // Steps 1-6 of docs/research/systems.md 1.1: everything the host issues before it blocks.
@@ -203,6 +232,7 @@ class MegatronTeSystem final : public MoeSystem {
     gpu::Gpu& gp = c.gpu(g);
     gpu::Stream& dtoh = gp.create_stream("dtoh");
     const gpu::EventId counts_ready = gp.create_event("counts ready");
+    c.host(g).framework_op();  // cuda_dtoh_stream.wait_stream(current stream)
     c.host(g).record(s, counts_ready);
     c.host(g).wait(dtoh, counts_ready);
     // tokens_per_expert, input_splits, output_splits, output_splits_tp, num_out_tokens,
@@ -210,8 +240,8 @@ class MegatronTeSystem final : public MoeSystem {
     const std::vector<uint64_t> copies{el * mp::kLongBytes, n * mp::kLongBytes, n * mp::kLongBytes,
                                        n * mp::kLongBytes,  mp::kLongBytes,     n * el * mp::kLongBytes};
     for (size_t i = 0; i + 1 < copies.size(); ++i) {
-      const Time d = host_.d2h_latency + host_.d2h_bandwidth.transfer_time(copies[i]);
-      c.host(g).work(host_.issue_cost, [&dtoh, d] { dtoh.copy("D2H split sizes", d); });
+      c.host(g).framework_op();  // tensor.to("cpu", non_blocking=True)
+      c.host(g).copy(dtoh, "D2H split sizes", copies[i], true);
     }
     // Permutation 1.
     const uint64_t rows = t * k;
@@ -223,6 +253,8 @@ class MegatronTeSystem final : public MoeSystem {
     op(g, Activity::DataShuffle, std::move(gather));
     // The host blocks on the copies (the last one is issued with the synchronisation), then
     // issues the rest with the split sizes it now holds.
+    c.host(g).framework_op();  // the last .to("cpu"), then the event's synchronize()
+    c.host(g).framework_op();
     c.host_sync(g, dtoh, copies.back(), Time::zero(), [this, g] { issue_after_sync(g); });
   }
 
@@ -245,18 +277,18 @@ class MegatronTeSystem final : public MoeSystem {
     sort_probs.on_done = [this, g] { functional_sort_probs(g); };
     op(g, Activity::DataShuffle, std::move(sort_probs));
     if (!l.expert_rows.empty()) {  // an explicit expert map may leave a GPU without experts
-      gpu::KernelSpec g1 = k_->gemm1_model(l.expert_rows).kernel("gemm1");
-      g1.on_done = [this, g] {
-        c_->phases(g).gemm1_end = c_->sim().now();
-        functional_gemm1(g);
-      };
-      op(g, Activity::ExpertCompute, std::move(g1));
+      grouped_linear(g, true);
+      c.host(g).call([this, g] {
+        c_->stream(g).callback([this, g] {
+          c_->phases(g).gemm1_end = c_->sim().now();
+          functional_gemm1(g);
+        });
+      });
       gpu::KernelSpec act = k_->activation(g, in);
       act.on_done = [this, g] { functional_activation(g); };
       op(g, Activity::ExpertCompute, std::move(act));
-      gpu::KernelSpec g2 = k_->gemm2_model(l.expert_rows).kernel("gemm2");
-      g2.on_done = [this, g] { functional_gemm2(g); };
-      op(g, Activity::ExpertCompute, std::move(g2));
+      grouped_linear(g, false);
+      c.host(g).call([this, g] { c_->stream(g).callback([this, g] { functional_gemm2(g); }); });
     }
     gpu::KernelSpec unsort = k_->memory(g, "unsort_chunks_rows", 2 * in * row_bytes);
     unsort.on_done = [this, g] { functional_unsort(g); };
@@ -420,9 +452,9 @@ class MegatronTeSystem final : public MoeSystem {
   MegatronParams p_;
   Cluster* c_ = nullptr;
   std::unique_ptr<SharedKernels> k_;
-  gpu::HostConfig host_;
   std::vector<Layout> layouts_;
   std::vector<gpu::SignalId> counts_done_;
+  std::vector<std::vector<gpu::Stream*>> te_streams_;  // per GPU: TE's GEMM compute streams
   std::vector<RowBuffer> x_;
   std::vector<Buffers> bufs_;
   std::unique_ptr<RingAllGather> counts_;

@@ -27,6 +27,22 @@ struct MoeHubParams {
   static MoeHubParams from(const Config& c);
 };
 
+// What the compiler and the runtime derive from the workload (region capacity, GEMM1 M-tiles,
+// DAM groups) and what that asks of the hub: computed before anything runs, so that a hub too
+// small for the workload is refused up front (check) rather than when the layer reaches it.
+struct HubSizing {
+  uint64_t row_bytes = 0, row_size = 0;  // data row; data + metadata column
+  uint64_t capacity = 0;                 // rows per rowspMalloc region
+  uint64_t tiles_m = 0, tiles_per_group = 1, groups_per_region = 0;
+  uint32_t bm = 0;
+  static HubSizing of(const MoeHubParams& p, const HubConfig& hub, const gpu::GpuConfig& gpu, const Workload& w);
+  // A scaling block's token range on a GPU with `tokens` tokens (at most one DAM table of
+  // groups, at most one group per token).
+  static uint32_t tokens_per_group(uint64_t tokens, const HubConfig& hub);
+  // Throws UserError naming the hub parameter and the width or size the workload needs.
+  void check(const MoeHubParams& p, const HubConfig& hub, const Workload& w, bool dam) const;
+};
+
 // Device addresses of one GPU's buffers (49-bit space; only the hub's arithmetic uses them).
 // Local addresses stay below 2^40; the hub puts the GPU above them for peer stores.
 struct HubAddressMap {
@@ -78,6 +94,7 @@ class MoeHubSystemImpl final : public MoeSystem, public HubListener {
  public:
   MoeHubSystemImpl(const Config& config, MoeHubVariant variant);
   void start(Cluster& cluster) override;
+  void check(const Config& config, const Workload& workload) const override;
   nlohmann::json stats(Cluster& cluster) override;
   void on_landed(int g, const LandedWrite& w) override;
 

@@ -4,6 +4,7 @@
 // GPUs run is in moehub_program.cpp.
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <fmt/format.h>
 #include <stdexcept>
@@ -39,38 +40,107 @@ void declare_moehub_params(ParamRegistry& r) {
 MoeHubSystemImpl::MoeHubSystemImpl(const Config& config, MoeHubVariant variant)
     : v_(variant), p_(MoeHubParams::from(config)), hub_(HubConfig::from(config)) {}
 
-void MoeHubSystemImpl::build(Cluster& cluster) {
-  cluster_ = &cluster;
-  const ModelShape& m = cluster.model();
-  const Workload& w = cluster.workload();
-  const int n = cluster.gpus();
-  row_bytes_ = m.row_bytes();
-  row_size_ = row_bytes_ + p_.metadata_bytes;
-  // Each row's stores start at RowOffset 0 (data) and row_bytes (metadata); the store tag
-  // (HubTag) has 16 bits for a store's starting RowOffset.
-  if (row_bytes_ >= (uint64_t{1} << 16)) {
-    throw UserError("model.hidden", fmt::format("rows of {} B: st.rowsp stores start at most 65535 B into a row "
-                                                "(the store tag's 16-bit RowOffset)", row_bytes_));
-  }
-  bm_ = cluster.gpu_config().gemm_tile.m;
-  bn_ = cluster.gpu_config().gemm_tile.n;
+HubSizing HubSizing::of(const MoeHubParams& p, const HubConfig& hub, const gpu::GpuConfig& gpu, const Workload& w) {
+  const ModelShape& m = w.model();
+  HubSizing z;
+  z.row_bytes = m.row_bytes();
+  z.row_size = z.row_bytes + p.metadata_bytes;
+  z.bm = gpu.gemm_tile.m;
   // The compiler's conservative region (paper IV-A2): capacity_factor x the mean rows of an
   // expert, never more than every token.
   // 0: the worst case, every token (an expert receives a token at most once).
   const double mean = static_cast<double>(w.routing().rows()) / static_cast<double>(m.experts());
   const auto tokens = static_cast<uint64_t>(w.routing().tokens());
-  capacity_ = p_.capacity_factor == 0.0
-                  ? tokens
-                  // The cap applies before the conversion: a large factor's product may not fit an integer.
-                  : std::max<uint64_t>(1, static_cast<uint64_t>(std::min(static_cast<double>(tokens), std::ceil(p_.capacity_factor * mean))));
-  tiles_m_ = (capacity_ + bm_ - 1) / bm_;
+  z.capacity = p.capacity_factor == 0.0
+                   ? tokens
+                   // The cap applies before the conversion: a large factor's product may not fit an integer.
+                   : std::max<uint64_t>(1, static_cast<uint64_t>(std::min(static_cast<double>(tokens), std::ceil(p.capacity_factor * mean))));
+  z.tiles_m = (z.capacity + z.bm - 1) / z.bm;
   // The compiler groups M-tiles so that every local expert's tiling fits the dependency table.
   size_t most_local = 1;
-  for (int g = 0; g < n; ++g) most_local = std::max(most_local, w.placement().local_experts(g).size());
-  const uint64_t entries_per_region = std::max<uint64_t>(1, hub_.dam.table_entries / most_local);
-  tiles_per_group_ = (tiles_m_ + entries_per_region - 1) / entries_per_region;
-  groups_per_region_ = (tiles_m_ + tiles_per_group_ - 1) / tiles_per_group_;
+  for (int64_t g = 0; g < w.tokens().gpus(); ++g) most_local = std::max(most_local, w.placement().local_experts(static_cast<int>(g)).size());
+  const uint64_t entries_per_region = std::max<uint64_t>(1, hub.dam.table_entries / most_local);
+  z.tiles_per_group = (z.tiles_m + entries_per_region - 1) / entries_per_region;
+  z.groups_per_region = (z.tiles_m + z.tiles_per_group - 1) / z.tiles_per_group;
+  return z;
+}
+
+uint32_t HubSizing::tokens_per_group(uint64_t tokens, const HubConfig& hub) {
+  const uint64_t groups = std::max<uint64_t>(1, std::min<uint64_t>(tokens, hub.dam.table_entries));
+  return static_cast<uint32_t>((tokens + groups - 1) / groups);
+}
+
+namespace {
+// `value` (what the workload needs) must be below 2^bits of the named field.
+void require_width(const char* key, uint64_t value, uint32_t bits, const std::string& what) {
+  if (bits >= 64 || value < (uint64_t{1} << bits)) return;
+  throw UserError(key, fmt::format("{} needs {} bits; the hub has {} (set {} >= {})", what, std::bit_width(value), bits,
+                                   key, std::bit_width(value)));
+}
+}  // namespace
+
+void HubSizing::check(const MoeHubParams& p, const HubConfig& hub, const Workload& w, bool dam) const {
+  (void)p;
+  // Each row's stores start at RowOffset 0 (data) and row_bytes (metadata); the store tag
+  // (HubTag) has 16 bits for a store's starting RowOffset.
+  if (row_bytes >= (uint64_t{1} << 16)) {
+    throw UserError("model.hidden", fmt::format("rows of {} B: st.rowsp stores start at most 65535 B into a row "
+                                                "(the store tag's 16-bit RowOffset)", row_bytes));
+  }
+  const uint64_t rows = static_cast<uint64_t>(w.routing().rows());  // RowIDs 0 .. rows - 1
+  if (rows > (uint64_t{1} << 32)) {
+    throw UserError("run.tokens", fmt::format("{} routed rows: the st.rowsp tag carries a 32-bit RowID", rows));
+  }
+  require_width("hub.rat.row_id_bits", rows - 1, hub.aau.row_id_bits, fmt::format("RowID {}", rows - 1));
+  require_width("hub.rat.local_row_id_bits", capacity - 1, hub.aau.local_row_id_bits,
+                fmt::format("a region of {} rows", capacity));
+  require_width("hub.rat.row_offset_bits", row_size - 1, hub.aau.row_offset_bits, fmt::format("a row of {} B", row_size));
+  size_t most_local = 0;
+  uint64_t most_tokens = 0;
+  for (int64_t g = 0; g < w.tokens().gpus(); ++g) {
+    most_local = std::max(most_local, w.placement().local_experts(static_cast<int>(g)).size());
+    most_tokens = std::max(most_tokens, static_cast<uint64_t>(w.tokens().count(g)));
+  }
+  if (most_local > hub.aau.apt_entries) {
+    throw UserError("hub.apt.entries", fmt::format("a GPU with {} local experts needs {} live regions; the APT has {}",
+                                                   most_local, most_local, hub.aau.apt_entries));
+  }
+  if (!dam) return;
+  if (groups_per_region * most_local > hub.dam.table_entries) {
+    throw UserError("hub.dam.table_entries", fmt::format("{} local experts of {} M-tiles need {} dependency entries; the "
+                                                         "table has {}", most_local, tiles_m, most_local * groups_per_region,
+                                                         hub.dam.table_entries));
+  }
+  require_width("hub.dam.counter_bits", tiles_per_group * bm * row_bytes, hub.dam.counter_bits,
+                fmt::format("a GEMM1 DAM group of {} B ({} rows)", tiles_per_group * bm * row_bytes, tiles_per_group * bm));
+  const uint64_t k = static_cast<uint64_t>(w.model().top_k());
+  const uint64_t scaling_group = uint64_t{tokens_per_group(most_tokens, hub)} * k * row_bytes;
+  require_width("hub.dam.counter_bits", scaling_group, hub.dam.counter_bits,
+                fmt::format("a scaling DAM group of {} B", scaling_group));
+  require_width("hub.dam.global_counter_bits", most_tokens * k * row_bytes, hub.dam.global_counter_bits,
+                fmt::format("a combine of {} B", most_tokens * k * row_bytes));
+}
+
+void MoeHubSystemImpl::check(const Config& config, const Workload& workload) const {
+  HubSizing::of(p_, hub_, gpu::GpuConfig::from(config), workload).check(p_, hub_, workload, v_.dam);
+}
+
+void MoeHubSystemImpl::build(Cluster& cluster) {
+  cluster_ = &cluster;
+  const ModelShape& m = cluster.model();
+  const HubSizing z = HubSizing::of(p_, hub_, cluster.gpu_config(), cluster.workload());
+  z.check(p_, hub_, cluster.workload(), v_.dam);
+  row_bytes_ = z.row_bytes;
+  row_size_ = z.row_size;
+  bm_ = z.bm;
+  bn_ = cluster.gpu_config().gemm_tile.n;
+  capacity_ = z.capacity;
+  tiles_m_ = z.tiles_m;
+  tiles_per_group_ = z.tiles_per_group;
+  groups_per_region_ = z.groups_per_region;
   tiles_n1_ = (static_cast<uint64_t>(m.gemm1_cols()) + bn_ - 1) / bn_;
+  const Workload& w = cluster.workload();
+  const int n = cluster.gpus();
   fabric_ = std::make_unique<HubFabric>(
       cluster, hub_, HubFabricConfig{v_.rpm, p_.dispatch_transaction_bytes, p_.epilogue_transaction_bytes}, *this);
   kernels_ = std::make_unique<SharedKernels>(cluster);
@@ -107,8 +177,7 @@ void MoeHubSystemImpl::prepare_gpu(int g) {
     }
   }
   // Scaling blocks: at most one DAM table of groups, at most one per token.
-  const uint64_t groups = std::max<uint64_t>(1, std::min<uint64_t>(static_cast<uint64_t>(tokens), hub_.dam.table_entries));
-  h.tokens_per_group = static_cast<uint32_t>((static_cast<uint64_t>(tokens) + groups - 1) / groups);
+  h.tokens_per_group = HubSizing::tokens_per_group(static_cast<uint64_t>(tokens), hub_);
   const uint64_t slots = static_cast<uint64_t>(tokens * k);
   if (v_.dam) {
     h.dam_gemm1 = std::make_unique<DataAvailabilityManager>(c.sim(), hub_.dam, [this, g](const DamSignal& s) { on_gemm1_signal(g, s); });

@@ -159,7 +159,8 @@ class TutelSystem final : public MoeSystem {
     return t;
   }
 
-  // GPU g's host program, in Tutel's issue order.
+  // GPU g's host program, in Tutel's issue order. Tutel runs from Python: every op pays the
+  // framework op cost (c.op).
   void issue(int g) {
     Cluster& c = *cluster_;
     SharedKernels k(c);
@@ -176,30 +177,36 @@ class TutelSystem final : public MoeSystem {
     // (mask x scores, row sum), cumsum of the mask (fast_cumsum_sub_one) and the location
     // (mask x cumsum, row sum, plus the base of earlier slots).
     for (int64_t j = 0; j < m.top_k(); ++j) {
-      c.launch(g, s, Activity::DataShuffle, k.memory(g, "tutel_one_hot", t * kIndexBytes + t * e * kIndexBytes));
-      c.launch(g, s, Activity::DataShuffle, k.memory(g, "tutel_gate_value", 2 * t * e * kScoreBytes + t * kScoreBytes));
-      c.launch(g, s, Activity::DataShuffle, k.memory(g, "tutel_cumsum", 2 * t * e * kIndexBytes));
-      c.launch(g, s, Activity::DataShuffle, k.memory(g, "tutel_location", 2 * t * e * kIndexBytes + t * kIndexBytes));
+      c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_one_hot", t * kIndexBytes + t * e * kIndexBytes));
+      c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_gate_value", 2 * t * e * kScoreBytes + t * kScoreBytes));
+      c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_cumsum", 2 * t * e * kIndexBytes));
+      c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_location", 2 * t * e * kIndexBytes + t * kIndexBytes));
     }
     if (capacity_reduce_) {
       // capacity_factor <= 0: all-reduce(MAX) of the largest location, then int(...) on the host.
+      host.framework_op();
+      host.nccl_call();
       capacity_reduce_->launch(g, s);
+      host.framework_op();  // int(...) on the host
       c.host_sync(g, s, kIndexBytes, Time::zero(), nullptr);
     }
     // fast_encode: zeroed [E * capacity, H] buffer, then one scatter kernel per slot.
     const uint64_t buffer_rows = e * u(capacity_);
     gpu::KernelSpec zero = k.memory(g, "tutel_encode_zeros", buffer_rows * h * eb);
     zero.on_done = [this, g] { functional_zero(g); };
-    c.launch(g, s, Activity::DataShuffle, std::move(zero));
+    c.op(g, s, Activity::DataShuffle, std::move(zero));
     for (int64_t j = 0; j < m.top_k(); ++j) {
       gpu::KernelSpec sc = k.permute(g, t, "tutel_encode_scatter");
       sc.on_done = [this, g, j] { functional_encode(g, j); };
-      c.launch(g, s, Activity::DataShuffle, std::move(sc));
+      c.op(g, s, Activity::DataShuffle, std::move(sc));
     }
 
     // a2a_ffn_overlap_forward: the NCCL stream waits for the encoded buffer, then sends every
     // chunk; the compute stream runs each chunk's experts once its chunk has arrived; the
     // combine of each chunk follows all sends on the same NCCL stream.
+    // One Python call into the extension per direction, which issues one NCCL group per chunk
+    // (inference from the extension's interface; docs/systems.md).
+    host.framework_op();
     const gpu::EventId encoded = gpu.create_event("tutel_encoded");
     host.record(s, encoded);
     host.wait(ns, encoded);
@@ -207,6 +214,7 @@ class TutelSystem final : public MoeSystem {
     for (int i = 0; i < degree_; ++i) {
       arrived.push_back(gpu.create_event(fmt::format("tutel_scatter_{}", i)));
       computed.push_back(gpu.create_event(fmt::format("tutel_experts_{}", i)));
+      host.nccl_call();
       scatter_[u(i)]->launch(g, ns, [this, g, i] { mark_dispatch(g, i); });
       host.record(ns, arrived.back());
     }
@@ -217,34 +225,36 @@ class TutelSystem final : public MoeSystem {
       if (el > 0) {
         gpu::KernelSpec pre = k.permute(g, u(el) * chunk_rows, "tutel_pre_expert_permute");
         pre.on_done = [this, g, i] { functional_pre_permute(g, i); };
-        c.launch(g, s, Activity::DataShuffle, std::move(pre));
+        c.op(g, s, Activity::DataShuffle, std::move(pre));
         const std::vector<uint64_t> rows(u(el), chunk_rows);
         gpu::KernelSpec g1 = k.gemm1_model(rows).kernel("tutel_gemm1", gemm1_hooks(g, i));
         if (i == degree_ - 1) g1.on_done = [&c, g] { c.phases(g).gemm1_end = c.sim().now(); };
-        c.launch(g, s, Activity::ExpertCompute, std::move(g1));
-        c.launch(g, s, Activity::ExpertCompute, k.activation(g, u(el) * chunk_rows));
-        c.launch(g, s, Activity::ExpertCompute, k.gemm2_model(rows).kernel("tutel_gemm2", gemm2_hooks(g, i)));
+        c.op(g, s, Activity::ExpertCompute, std::move(g1));
+        c.op(g, s, Activity::ExpertCompute, k.activation(g, u(el) * chunk_rows));
+        c.op(g, s, Activity::ExpertCompute, k.gemm2_model(rows).kernel("tutel_gemm2", gemm2_hooks(g, i)));
         gpu::KernelSpec post = k.permute(g, u(el) * chunk_rows, "tutel_post_expert_permute");
         post.on_done = [this, g, i] { functional_post_permute(g, i); };
-        c.launch(g, s, Activity::DataShuffle, std::move(post));
+        c.op(g, s, Activity::DataShuffle, std::move(post));
       }
       host.record(s, computed[u(i)]);
     }
     const gpu::EventId combined = gpu.create_event("tutel_combined");
+    host.framework_op();
     for (int i = 0; i < degree_; ++i) {
       host.wait(ns, computed[u(i)]);
+      host.nccl_call();
       gather_[u(i)]->launch(g, ns, [this, g, i] { mark_combine(g, i); });
     }
     host.record(ns, combined);
     host.wait(s, combined);
     // fast_decode: one gather per slot from (expert, location), then the weighted sum.
-    for (int64_t j = 0; j < m.top_k(); ++j) c.launch(g, s, Activity::DataShuffle, k.permute(g, t, "tutel_decode_gather"));
+    for (int64_t j = 0; j < m.top_k(); ++j) c.op(g, s, Activity::DataShuffle, k.permute(g, t, "tutel_decode_gather"));
     gpu::KernelSpec sc = k.scaling(g, t);
     sc.on_done = [this, g] {
       functional_decode(g);
       cluster_->layer_done(g);
     };
-    c.launch(g, s, Activity::Scaling, std::move(sc));
+    c.op(g, s, Activity::Scaling, std::move(sc));
   }
 
   void mark_dispatch(int g, int i) {
