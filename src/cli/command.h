@@ -30,4 +30,5 @@ void add_bench_net_command(CLI::App& bench, CliContext& ctx);
 void add_bench_gemm_command(CLI::App& bench, CliContext& ctx);
 void add_area_command(CLI::App& app, CliContext& ctx);
 void add_figures_command(CLI::App& app, CliContext& ctx);
+void add_accuracy_command(CLI::App& app, CliContext& ctx);
 }  // namespace moehub
