@@ -48,8 +48,9 @@ TEST(MegatronTe, NoExpertGemmBeforeTheDispatchAllToAllEndsAndNoCombineBeforeTheL
   }
 }
 
-// The counts written from the code (docs/systems.md, megatron-te): 18 kernels + 2 GEMMs per
-// local expert with rows (TE's per-expert cuBLAS GEMMs); 22 framework ops; 4 NCCL calls; 6 D2H
+// The counts written from the code (docs/systems.md, megatron-te): the router's 23 kernels and
+// 26 framework ops (training, aux loss), the dispatcher's 16 kernels and 22 framework ops, and
+// 2 GEMMs per local expert with rows (TE's per-expert cuBLAS GEMMs); 4 NCCL calls; 6 D2H
 // copies and 1 sync; events: the D2H stream's record and wait, and per GroupedLinear one
 // record on the compute stream, a wait and a record on each of S = min(4, G) side streams and
 // S waits back: 2 + 2 (1 + 3S).
@@ -63,14 +64,25 @@ TEST(MegatronTe, OpCountsAsTheCodeIssuesThem) {
     const uint64_t g_rows = static_cast<uint64_t>(local), s = std::min<uint64_t>(4, g_rows);
     for (int g = 0; g < 4; ++g) {
       const gpu::HostOps o = r.cluster->host(g).ops();
-      EXPECT_EQ(o.kernels, 18 + 2 * g_rows) << "E_l " << local << " GPU " << g;
-      EXPECT_EQ(o.framework_ops, 22u);
+      EXPECT_EQ(o.kernels, 39 + 2 * g_rows) << "E_l " << local << " GPU " << g;
+      EXPECT_EQ(o.framework_ops, 48u);
       EXPECT_EQ(o.nccl_calls, 4u);
       EXPECT_EQ(o.d2h_copies, 6u);
       EXPECT_EQ(o.syncs, 1u);
       EXPECT_EQ(o.events, 2 + 2 * (1 + 3 * s)) << "E_l " << local;
     }
   }
+}
+
+// Without the training-time aux loss the router is 15 kernels and 13 framework ops.
+TEST(MegatronTe, InferenceRouterHasNoAuxLossOps) {
+  SystemRun r("megatron-te", {"run.gpus=4", "model.experts=4", "model.top_k=1", "run.tokens=4096",
+                              "kernels.megatron_router_aux_loss=false"},
+              false);
+  r.run();
+  const gpu::HostOps o = r.cluster->host(0).ops();
+  EXPECT_EQ(o.kernels, 39u - 8u + 2u);
+  EXPECT_EQ(o.framework_ops, 48u - 13u);
 }
 
 TEST(MegatronTe, LayerTimeGrowsWithTokens) {

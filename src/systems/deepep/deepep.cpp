@@ -15,6 +15,7 @@
 #include "sim/error.h"
 #include "systems/deepep/deepep_kernels.h"
 #include "platform/megatron_permute.h"
+#include "platform/megatron_router.h"
 #include "platform/moe_system.h"
 #include "platform/shared_kernels.h"
 
@@ -275,7 +276,7 @@ class DeepEpSystem final : public MoeSystem {
         x_[static_cast<size_t>(g)].write(tok - w.tokens().begin(g), fd->input_row(tok));
       }
     }
-    k_->launch_routing(g, s, static_cast<int64_t>(t));
+    launch_megatron_router(c, *k_, g, s, static_cast<int64_t>(t));
     // _DeepepManager.setup_metadata: torch.topk over the dense [T, E] probs.
     op(g, s, Activity::DataShuffle, k_->memory(g, "flex_topk_metadata", t * e * mp::kProbBytes + t * k * (mp::kLongBytes + mp::kProbBytes)));
 

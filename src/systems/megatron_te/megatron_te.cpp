@@ -16,6 +16,7 @@
 
 #include "gpu/host.h"
 #include "platform/megatron_permute.h"
+#include "platform/megatron_router.h"
 #include "platform/moe_system.h"
 #include "platform/nccl_group_call.h"
 #include "platform/nccl_ring_all_gather.h"
@@ -222,7 +223,7 @@ class MegatronTeSystem final : public MoeSystem {
         x_[static_cast<size_t>(g)].write(tok - w.tokens().begin(g), fd->input_row(tok));
       }
     }
-    k_->launch_routing(g, s, static_cast<int64_t>(t));
+    launch_megatron_router(c, *k_, g, s, static_cast<int64_t>(t));
     // num_local_tokens_per_expert = routing_map.sum(0): read the [T, E] mask, write E counts.
     op(g, Activity::DataShuffle, k_->memory(g, "tokens_per_expert", t * e * mp::kMaskBytes + e * mp::kLongBytes));
     all_gather(g, "allgather_counts", [this, g] { counts_->join(g); }, counts_done_[static_cast<size_t>(g)]);
