@@ -170,7 +170,29 @@ class DeepEpSystem final : public MoeSystem {
       store_bytes += s["store_bytes"].get<uint64_t>();
       refusals += s["store_refusals"].get<uint64_t>();
     }
-    return {{"polls", polls}, {"stores", stores}, {"store_bytes", store_bytes}, {"store_refusals", refusals}};
+    nlohmann::json j{{"polls", polls}, {"stores", stores}, {"store_bytes", store_bytes}, {"store_refusals", refusals}};
+    j["deepep_dispatch_GBps"] = deepep_rate(cluster, true);
+    j["deepep_combine_GBps"] = deepep_rate(cluster, false);
+    return j;
+  }
+
+  // DeepEP's own convention (tests/test_intranode.py): the tokens a rank receives, deduplicated
+  // per rank and its own included (recv_x), times the row bytes, over the kernel's time; mean
+  // over ranks. Unlike dispatch_GBps it counts local rows and one copy per rank, not per expert.
+  nlohmann::json deepep_rate(Cluster& cluster, bool dispatch) const {
+    double sum = 0;
+    int ranks = 0;
+    const uint64_t row = static_cast<uint64_t>(cluster.model().row_bytes());
+    for (int d = 0; d < cluster.gpus(); ++d) {
+      const PhaseMarks& p = cluster.phases(d);
+      const std::optional<Time>& start = dispatch ? p.dispatch_start : p.combine_start;
+      const std::optional<Time>& end = dispatch ? p.dispatch_end : p.combine_end;
+      if (!start || !end || *end <= *start) continue;
+      const uint64_t tokens = plan_.recv_token[static_cast<size_t>(d)].size();
+      sum += static_cast<double>(tokens * row) / (*end - *start).seconds() / 1e9;
+      ++ranks;
+    }
+    return ranks ? nlohmann::json(sum / ranks) : nlohmann::json(nullptr);
   }
 
   void start(Cluster& cluster) override {
