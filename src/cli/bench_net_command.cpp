@@ -66,6 +66,14 @@ int bench_net(const CliContext& ctx, BenchNetOptions& o) {
   const int gpus = static_cast<int>(cfg.integer("run.gpus"));
   if (gpus < 2) throw UserError(o.gpus.empty() ? "run.gpus" : "--gpus", fmt::format("pattern {} needs at least 2 GPUs", o.pattern));
   const NetConfig net_cfg = NetConfig::from(cfg, gpus);
+  // The packet model costs an event or two per packet: refuse what would run for hours.
+  constexpr uint64_t kMaxPackets = uint64_t{1} << 31;
+  const uint64_t senders = o.pattern == "p2p" ? 1 : static_cast<uint64_t>(gpus - (o.pattern == "incast" ? 1 : 0));
+  const uint64_t packets = (bytes / net_cfg.max_payload_bytes + 1) * senders;
+  if (net_cfg.fidelity == NetFidelity::Packet && (bytes / net_cfg.max_payload_bytes >= kMaxPackets || packets > kMaxPackets)) {
+    throw UserError("--bytes", fmt::format("{} B per sender is about {} packets at packet fidelity (at most {}); use "
+                                           "--fidelity flow or fewer bytes", bytes, packets, kMaxPackets));
+  }
 
   const auto start = std::chrono::steady_clock::now();
   Simulator sim;

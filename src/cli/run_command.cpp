@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "platform/resource_estimate.h"
 #include "config/config_builder.h"
 #include "cli/experiment_flags.h"
 #include "moe/model_shape.h"
@@ -43,6 +44,8 @@ int run(const CliContext& ctx, RunOptions& o) {
   const std::vector<const SystemEntry*> systems = select_systems(cfg.string("run.systems"));
   // The routed workload of the simulated layer (bad shapes, placements or traces fail here).
   const ModelShape model = ModelShape::from(cfg);
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  check_resources(cfg, model, systems, static_cast<unsigned>(std::min<size_t>(threads, systems.size())));
   const Workload workload = Workload::build(WorkloadConfig::from(cfg), model);
 
   // Output files are opened before simulating so that a bad path fails fast; they appear

@@ -2,12 +2,14 @@
 // verify.toml, then the usual flags) and compares every token's output with the float32
 // reference layer. Exit status 3 when any system mismatches or reads data before it arrived.
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <iostream>
 #include <memory>
 #include <thread>
 
 #include "cli/command.h"
+#include "platform/resource_estimate.h"
 #include "config/config_builder.h"
 #include "cli/experiment_flags.h"
 #include "moe/model_shape.h"
@@ -29,6 +31,8 @@ int verify(const CliContext& ctx, const VerifyOptions& o) {
   request.flags.push_back({"run.functional", "true", "verify"});
   const Config cfg = build_config(ctx.catalog(), *ctx.registry, request);
   const std::vector<const SystemEntry*> systems = select_systems(cfg.string("run.systems"));
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  check_resources(cfg, ModelShape::from(cfg), systems, static_cast<unsigned>(std::min<size_t>(threads, systems.size())));
   const Workload workload = Workload::build(WorkloadConfig::from(cfg), ModelShape::from(cfg));
 
   ExperimentOptions options;

@@ -182,7 +182,11 @@ Config::Typed Config::convert(const ParamSpec& spec, const Entry& e) const {
                                       : fmt::format("must be at least {}, got {}", fmt_bound(*spec.min), shown));
       }
     }
-    if (spec.max && v > *spec.max) throw fail(fmt::format("must be at most {}, got {}", fmt_bound(*spec.max), shown));
+    if (spec.max && v > *spec.max) {
+      const std::string bound = spec.type == ParamType::Time ? format_time(Time::from_ps(static_cast<int64_t>(*spec.max)))
+                                                             : fmt_bound(*spec.max);
+      throw fail(fmt::format("must be at most {}, got {}", bound, shown));
+    }
   };
   const auto want_string = [&]() -> const std::string& {
     if (const auto* s = std::get_if<std::string>(&e.raw)) return *s;

@@ -44,7 +44,11 @@ ParamSpec& ParamRegistry::integer(std::string p, std::string d) { return add(std
 ParamSpec& ParamRegistry::real(std::string p, std::string d) { return add(std::move(p), ParamType::Real, std::move(d)); }
 ParamSpec& ParamRegistry::boolean(std::string p, std::string d) { return add(std::move(p), ParamType::Boolean, std::move(d)); }
 ParamSpec& ParamRegistry::string(std::string p, std::string d) { return add(std::move(p), ParamType::String, std::move(d)); }
-ParamSpec& ParamRegistry::time(std::string p, std::string d) { return add(std::move(p), ParamType::Time, std::move(d)); }
+// Times are picoseconds in 64 bits (about 106 days); no parameter may exceed 10^6 s, so sums of
+// a few stay representable. A parameter may lower the bound.
+ParamSpec& ParamRegistry::time(std::string p, std::string d) {
+  return add(std::move(p), ParamType::Time, std::move(d)).at_most(1e18);
+}
 ParamSpec& ParamRegistry::bandwidth(std::string p, std::string d) { return add(std::move(p), ParamType::Bandwidth, std::move(d)); }
 ParamSpec& ParamRegistry::frequency(std::string p, std::string d) { return add(std::move(p), ParamType::Frequency, std::move(d)); }
 ParamSpec& ParamRegistry::bytes(std::string p, std::string d) { return add(std::move(p), ParamType::Bytes, std::move(d)); }

@@ -14,6 +14,7 @@
 #include "sim/error.h"
 #include "moe/workload.h"
 #include "platform/experiment.h"
+#include "platform/resource_estimate.h"
 #include "systems/system_registry.h"
 
 namespace moehub {
@@ -30,9 +31,12 @@ struct Prepared {
 
 }  // namespace
 
-void check_point_workload(const Config& config, const SweepPoint& point) {
+void check_point_workload(const Config& config, const SweepPoint& point, const std::string& system) {
   try {
     const ModelShape model = ModelShape::from(config);
+    std::vector<const SystemEntry*> systems;
+    if (const SystemEntry* entry = find_system(system)) systems.push_back(entry);
+    check_resources(config, model, systems, 1);
     Workload::build(WorkloadConfig::from(config), model);
   } catch (const UserError& e) {
     throw UserError(fmt::format("{} ({})", point.origin, point.label()), e.what());
@@ -88,7 +92,7 @@ std::vector<RunOutcome> SweepRunner::run(const std::vector<RunRequest>& requests
     settings.push_back({"run.systems", requests[i].system, "figures"});
     prepared[i].config.emplace(configs_.build(settings));
     prepared[i].key = run_key(binary_, requests[i].system, prepared[i].config->to_json());
-    if (check_workload[i]) check_point_workload(*prepared[i].config, requests[i].point);
+    if (check_workload[i]) check_point_workload(*prepared[i].config, requests[i].point, requests[i].system);
   });
 
   // Distinct runs (figures share points), then the cache.

@@ -61,8 +61,9 @@ class SweepRunner {
   SweepSummary summary_;
 };
 
-// Builds the point's routed workload; a UserError is re-raised naming the figure file and point.
-void check_point_workload(const Config& config, const SweepPoint& point);
+// Checks the point's resources for `system` and builds its routed workload; a UserError is
+// re-raised naming the figure file and point.
+void check_point_workload(const Config& config, const SweepPoint& point, const std::string& system);
 
 // Calls body(i) for i in [0, n) on `jobs` threads; the first exception is rethrown at the end.
 void parallel_for(size_t n, unsigned jobs, const std::function<void(size_t)>& body);

@@ -36,6 +36,9 @@ struct SystemEntry {
   // Declares the system's own `systems.<name>.*` parameters (may be null).
   void (*declare_params)(ParamRegistry&) = nullptr;
   std::unique_ptr<MoeSystem> (*make)(const Config&) = nullptr;
+  // Bytes this program keeps per routed row while simulating the system at packet fidelity
+  // (peak RSS of single-system runs, 2026-12-05; platform/resource_estimate.cpp).
+  uint32_t memory_per_row = 256;
 };
 
 }  // namespace moehub

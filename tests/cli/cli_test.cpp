@@ -193,8 +193,8 @@ TEST(CliRun, OutputToADeviceIsWrittenThere) {
 
 // Expected stops are the user's (exit 2, one line naming the parameter), not internal errors.
 TEST(CliBadInput, TimeLimitReachedNamesTheLimitTheSystemAndTheTime) {
-  expect_bad_input({"run", "--tokens", "1024", "--systems", "ideal", "--set", "run.time_limit=1us"},
-                   "run.time_limit: system ideal was still running after run.time_limit = 1");
+  expect_bad_input({"run", "--tokens", "1024", "--systems", "ideal", "--set", "run.time_limit=150us"},
+                   "run.time_limit: system ideal was still running after run.time_limit = 150 us");
 }
 TEST(CliBadInput, FunctionalWithAFullSizeModelIsRefusedBeforeSimulating) {
   expect_bad_input({"run", "--functional", "--systems", "ideal"}, "run.functional: the float32 reference layer");
@@ -251,6 +251,27 @@ TEST(CliBadInput, EveryParameterAnswersBadValuesWithOneLineOrRuns) {
     }
   }
   EXPECT_GT(refused, 500);  // most of these values are wrong for most parameters
+}
+
+// Issue 22's probes: sizes beyond what the machine or the time type can hold are refused before
+// anything is built or simulated, each with one line naming the parameter and the limit.
+TEST(CliBadInput, RunsThatCannotFitAreRefusedUpFront) {
+  expect_bad_input({"run", "--tokens", "9223372036854775807"}, "run.tokens: must be at most 1099511627776");
+  expect_bad_input({"run", "--tokens", "2147483648", "--set", "run.memory_budget=8GiB"},
+                   "run.memory_budget: the run needs about");
+  expect_bad_input({"run", "--set", "model.ffn_hidden=2000000000"},
+                   "run.time_limit: the layer's expert GEMMs alone need at least 102 s");
+  expect_bad_input({"run", "--systems", "ideal", "--tokens", "100000000"},
+                   "run.time_limit: the layer's expert GEMMs alone need at least 8.9 s");
+  expect_bad_input({"run", "--set", "run.time_limit=2000000s"}, "run.time_limit: must be at most 1000000s");
+  expect_bad_input({"bench", "net", "--pattern", "alltoall", "--bytes", "1TiB"},
+                   "--bytes: 1099511627776 B per sender is about");
+  expect_bad_input({"verify", "--systems", "ideal", "--set", "run.memory_budget=1KiB"}, "run.memory_budget");
+  // A bandwidth of 1 B/s makes transfers longer than the time type could hold: they saturate,
+  // and the run stops at its time limit instead of wrapping.
+  expect_bad_input({"run", "--systems", "ideal", "--set", "gpu.hbm_bandwidth=1B/s", "--set", "run.time_limit=1000000s",
+                    "--set", "net.fidelity=flow"},
+                   "run.time_limit: system ideal was still running");
 }
 
 TEST(CliList, PrintsPresetsAndParametersWithDefaults) {

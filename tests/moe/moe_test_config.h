@@ -37,6 +37,7 @@ seed = 1
 systems = "all"
 functional = false
 time_limit = "1s"
+memory_budget = "0B"
 [workload]
 imbalance_std = 0.0
 routing_trace = ""

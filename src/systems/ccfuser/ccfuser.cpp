@@ -429,7 +429,8 @@ void declare_ccfuser_params(ParamRegistry& r) {
 SystemEntry ccfuser_system_entry() {
   return SystemEntry{"ccfuser", "CCFuser (PPoPP'25): GEMM thread blocks pull rows from peer memory, fused with the all-to-all",
                      declare_ccfuser_params,
-                     [](const Config& c) -> std::unique_ptr<MoeSystem> { return std::make_unique<CcfuserSystem>(CcfuserParams::from(c)); }};
+                     [](const Config& c) -> std::unique_ptr<MoeSystem> { return std::make_unique<CcfuserSystem>(CcfuserParams::from(c)); },
+                     64};
 }
 
 }  // namespace moehub

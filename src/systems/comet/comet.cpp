@@ -530,7 +530,8 @@ void declare_comet_params(ParamRegistry& r) {
 SystemEntry comet_system_entry() {
   return SystemEntry{"comet", "Comet (MLSys'25): tile-level overlap in fused kernels with communication blocks and flag polling",
                      declare_comet_params,
-                     [](const Config& c) -> std::unique_ptr<MoeSystem> { return std::make_unique<CometSystem>(CometParams::from(c)); }};
+                     [](const Config& c) -> std::unique_ptr<MoeSystem> { return std::make_unique<CometSystem>(CometParams::from(c)); },
+                     240};
 }
 
 }  // namespace moehub

@@ -582,7 +582,8 @@ SystemEntry deepep_system_entry() {
                      declare_deepep_params,
                      [](const Config& c) -> std::unique_ptr<MoeSystem> {
                        return std::make_unique<DeepEpSystem>(DeepEpParams::from(c));
-                     }};
+                     },
+                     112};
 }
 
 }  // namespace moehub

@@ -373,7 +373,8 @@ SystemEntry fastermoe_system_entry() {
   return SystemEntry{"fastermoe", "FasterMoE smart schedule: grouped pairwise exchange overlapped with per-step experts",
                      declare_fastermoe_params, [](const Config& c) -> std::unique_ptr<MoeSystem> {
                        return std::make_unique<FasterMoeSystem>(FasterMoeConfig::from(c));
-                     }};
+                     },
+                     25};
 }
 
 }  // namespace moehub

@@ -63,7 +63,8 @@ class IdealSystem final : public MoeSystem {
 
 SystemEntry ideal_system_entry() {
   return SystemEntry{"ideal", "Routing, expert computation and scaling on local tokens only (paper II-C)", nullptr,
-                     [](const Config&) -> std::unique_ptr<MoeSystem> { return std::make_unique<IdealSystem>(); }};
+                     [](const Config&) -> std::unique_ptr<MoeSystem> { return std::make_unique<IdealSystem>(); },
+                     24};
 }
 
 }  // namespace moehub

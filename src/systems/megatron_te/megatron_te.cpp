@@ -471,7 +471,8 @@ SystemEntry megatron_te_system_entry() {
                      declare_megatron_params,
                      [](const Config& c) -> std::unique_ptr<MoeSystem> {
                        return std::make_unique<MegatronTeSystem>(MegatronParams::from(c));
-                     }};
+                     },
+                     54};
 }
 
 }  // namespace moehub

@@ -459,7 +459,8 @@ SystemEntry tutel_system_entry() {
   return SystemEntry{"tutel", "Tutel: capacity-padded static buffers, pipelined all-to-all overlapped with experts",
                      declare_tutel_params, [](const Config& c) -> std::unique_ptr<MoeSystem> {
                        return std::make_unique<TutelSystem>(TutelConfig::from(c));
-                     }};
+                     },
+                     35};
 }
 
 }  // namespace moehub

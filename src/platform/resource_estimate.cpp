@@ -1,0 +1,81 @@
+#include "platform/resource_estimate.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "gpu/gpu_config.h"
+#include "sim/error.h"
+
+namespace moehub {
+namespace {
+
+// Bytes of this program's own data structures, from the peak RSS of single-system runs
+// (/usr/bin/time, 2026-12-05): the routed workload per token and per row (within ideal's 24 B
+// per row over the 11.5 MB base); each system's per-row state at packet fidelity is its
+// SystemEntry::memory_per_row; at flow fidelity every message a row becomes may be a flow in
+// flight (mh-base, Mixtral: about 160 B per 128 B message); in functional mode the float32 rows
+// every system and the reference keep.
+constexpr uint64_t kWorkloadPerToken = 8, kWorkloadPerRow = 8, kFlowPerMessage = 160;
+constexpr uint64_t kFunctionalHiddenRowsPerRow = 8, kFunctionalFfnRowsPerRow = 2, kReferenceRowsPerToken = 3;
+
+uint64_t physical_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
+double gib(uint64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(1ULL << 30); }
+
+}  // namespace
+
+ResourceEstimate estimate_resources(const Config& c, const ModelShape& m, const std::vector<const SystemEntry*>& systems,
+                                    unsigned concurrent) {
+  ResourceEstimate e;
+  // Sizes are bounded by their parameters (run.tokens <= 2^40, model sizes <= 2^31), so these
+  // products stay within 128 bits; they are summed in long double to avoid any wrap.
+  const long double tokens = static_cast<long double>(c.integer("run.tokens"));
+  const long double rows = tokens * static_cast<long double>(m.top_k());
+  uint32_t costliest = 0;
+  for (const SystemEntry* s : systems) costliest = std::max(costliest, s->memory_per_row);
+  long double per_row = costliest;
+  if (c.string("net.fidelity") == "flow") {
+    per_row += kFlowPerMessage * static_cast<long double>(m.row_bytes()) / static_cast<long double>(c.bytes("net.max_payload_bytes"));
+  }
+  long double bytes = tokens * kWorkloadPerToken + rows * kWorkloadPerRow + rows * per_row * concurrent;
+  if (c.boolean("run.functional")) {
+    const long double h = static_cast<long double>(m.hidden) * 4, f = static_cast<long double>(m.ffn_hidden) * 4;
+    bytes += concurrent * rows * (kFunctionalHiddenRowsPerRow * h + kFunctionalFfnRowsPerRow * f) +
+             tokens * kReferenceRowsPerToken * h;
+  }
+  e.memory_bytes = bytes >= 1.8e19L ? UINT64_MAX : static_cast<uint64_t>(bytes);
+  const uint64_t set = c.bytes("run.memory_budget");
+  e.budget_bytes = set ? set : physical_memory() / 2;
+  const gpu::GpuConfig g = gpu::GpuConfig::from(c);
+  const long double peak = static_cast<long double>(g.sm_tensor_peak_flops_per_second()) * g.sm_count *
+                           static_cast<long double>(c.integer("run.gpus"));
+  const long double flops = 2.0L * rows * static_cast<long double>(m.hidden) *
+                            static_cast<long double>(m.gemm1_cols() + m.ffn_hidden);
+  e.min_layer_seconds = peak > 0 ? static_cast<double>(flops / peak) : 0.0;
+  return e;
+}
+
+void check_resources(const Config& c, const ModelShape& m, const std::vector<const SystemEntry*>& systems,
+                     unsigned concurrent) {
+  const ResourceEstimate e = estimate_resources(c, m, systems, concurrent);
+  if (e.budget_bytes > 0 && e.memory_bytes > e.budget_bytes) {
+    throw UserError("run.memory_budget",
+                    fmt::format("the run needs about {:.1f} GiB ({} tokens{}); the budget is {:.1f} GiB (0 = half "
+                                "the machine's memory; raise it or use fewer tokens)",
+                                gib(e.memory_bytes), c.integer("run.tokens"),
+                                c.boolean("run.functional") ? ", functional" : "", gib(e.budget_bytes)));
+  }
+  const double limit = c.time("run.time_limit").seconds();
+  if (e.min_layer_seconds > limit) {
+    throw UserError("run.time_limit",
+                    fmt::format("the layer's expert GEMMs alone need at least {:.3g} s of simulated time at peak "
+                                "tensor throughput on {} GPUs; run.time_limit is {:.3g} s",
+                                e.min_layer_seconds, c.integer("run.gpus"), limit));
+  }
+}
+
+}  // namespace moehub
