@@ -6,13 +6,15 @@
 BUILD_DIR ?= build
 TEST_DIR ?= build-test
 ASAN_DIR ?= build-asan
+FUZZ_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
 JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
 # Ninja for a new build folder (it compiles a library's sources without waiting for the
 # libraries below it); an existing folder keeps the generator it was made with.
 generator = $(if $(wildcard $(1)/CMakeCache.txt),,-G Ninja)
 
-.PHONY: deps configure build build-all run test test-release test-asan bench clean
+.PHONY: deps configure build build-all run test test-release test-asan bench fuzz clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -47,5 +49,19 @@ bench: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target moehub_bench_sim moehub_bench_net moehub_bench_gpu
 	$(BUILD_DIR)/bench/moehub_bench_sim
 
+# libFuzzer (Clang) on the config, --set, unit and routing-trace parsers, FUZZ_SECONDS each,
+# from the seeds in fuzz/corpus; new inputs go to $(FUZZ_DIR)/corpus, crashes to $(FUZZ_DIR).
+fuzz:
+	@bash scripts/install-deps.sh fuzz
+	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) $(call generator,$(FUZZ_DIR)) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEHUB_FUZZ=ON -DMOEHUB_LTO=OFF -DMOEHUB_BUILD_TESTS=OFF -DMOEHUB_BUILD_BENCH=OFF >/dev/null
+	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target moehub_fuzz_config moehub_fuzz_set moehub_fuzz_units moehub_fuzz_trace
+	@for t in config set units trace; do \
+	  mkdir -p $(FUZZ_DIR)/corpus/$$t; \
+	  $(FUZZ_DIR)/fuzz/moehub_fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_DIR)/ $(FUZZ_DIR)/corpus/$$t fuzz/corpus/$$t > $(FUZZ_DIR)/fuzz_$$t.log 2>&1 \
+	    || { tail -40 $(FUZZ_DIR)/fuzz_$$t.log; exit 1; }; \
+	  echo "fuzz $$t: $$(grep -o 'number_of_executed_units: [0-9]*' $(FUZZ_DIR)/fuzz_$$t.log) in $(FUZZ_SECONDS) s, no crash"; \
+	done
+
 clean:
-	rm -rf $(BUILD_DIR) $(TEST_DIR) $(ASAN_DIR)
+	rm -rf $(BUILD_DIR) $(TEST_DIR) $(ASAN_DIR) $(FUZZ_DIR)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages moehub needs. Idempotent: a quick no-op when all are present.
+# `install-deps.sh fuzz` adds Clang and its libFuzzer runtime (only `make fuzz` needs them).
 set -euo pipefail
 
 packages=(
@@ -8,6 +9,9 @@ packages=(
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev
   gnuplot-nox
 )
+if [ "${1:-}" = "fuzz" ]; then
+  packages+=(clang libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -41,6 +41,9 @@ std::pair<Decimal, std::string_view> split_number(std::string_view text, std::st
       if (d.mantissa > kLimit) fail("value too large");
       d.mantissa = d.mantissa * 10 + static_cast<unsigned>(c - '0');
       if (point) ++d.fraction_digits;
+      // 10^fraction_digits must fit the 128-bit divisor (found by fuzz_units: ".000...0"
+      // with 40 zeros divided by zero); no unit is finer than 10^-12 of another.
+      if (d.fraction_digits > 24) fail("too many decimal places");
       digits = true;
     } else if (c == '.' && !point) {
       point = true;

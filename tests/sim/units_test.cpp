@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "sim/units.h"
 
 namespace moehub {
@@ -36,6 +38,10 @@ TEST(Units, RejectsBadText) {
   EXPECT_THROW(parse_frequency("1.98"), UnitParseError);
   EXPECT_THROW(parse_bytes("1.5B"), UnitParseError);
   EXPECT_THROW(parse_time("99999999999999999999999s"), UnitParseError);
+  // Found by fuzz_units: 40 decimal places made the divisor 10^40 wrap to 0 (division by zero).
+  EXPECT_THROW(parse_time("." + std::string(40, '0')), UnitParseError);
+  EXPECT_THROW(parse_bytes("1." + std::string(30, '0') + "B"), UnitParseError);
+  EXPECT_EQ(parse_time("0.000000000001s").ps(), 1);  // 12 places: one picosecond
 }
 
 TEST(Units, FormatsExactly) {

@@ -63,17 +63,17 @@ HubTag HubTag::decode(uint64_t tag) {
   return t;
 }
 
-// One GPU's hub: store port (SM side), packet port (fabric side), receiver (ingress).
-class HubFabric::Node final : public gpu::StorePort,
-                              public PacketPort,
-                              public PacketReceiver,
-                              public RoomListener,
-                              public PacketClient {
+// One GPU's hub in three parts, as paper Fig. 7 draws it: the SM side takes the SMs' stores
+// (staging lanes, transactions, the RPM), the fabric side puts packets on the network, the
+// ingress runs arriving writes through the AAU into memory and reports them.
+
+// Ingress: the GPU's receiver. st.rowsp through the AAU, then the memory write, then the landed
+// report per contiguous run of the packet's validity mask; st. straight to memory.
+class HubFabric::Ingress final : public PacketReceiver {
  public:
-  Node(HubFabric& fabric, int g)
+  Ingress(HubFabric& fabric, int g)
       : f_(fabric),
         g_(g),
-        n_(fabric.cluster_.gpus()),
         gpu_(fabric.cluster_.gpu(g)),
         aau_(fabric.cluster_.sim(), fabric.hub_.aau, static_cast<uint32_t>(g),
              [this](MemoryOp op, uint64_t bytes, Callback done) {
@@ -81,86 +81,10 @@ class HubFabric::Node final : public gpu::StorePort,
                else gpu_.memory_write(bytes, std::move(done));
              }),
         line_(fabric.hub_.rpm.entry_bytes),
-        granule_(fabric.hub_.rpm.mask_granule_bytes) {
-    const int n = fabric.cluster_.gpus();
-    if (fabric.cfg_.rpm && n > 1) {
-      rpm_ = std::make_unique<RuntimePacketManager>(
-          fabric.cluster_.sim(), fabric.hub_.rpm, std::min<uint32_t>(static_cast<uint32_t>(n - 1), fabric.hub_.rpm.partitions),
-          *this);
-    }
-    const size_t lanes = rpm_ ? std::min<size_t>(static_cast<size_t>(n - 1), fabric.hub_.rpm.partitions) : 1;
-    const uint64_t staging_limit = fabric.cluster_.config().bytes("gpu.store_staging_bytes");
-    for (size_t i = 0; i < lanes; ++i) lanes_.emplace_back(fabric.cluster_.sim(), staging_limit);
-  }
+        granule_(fabric.hub_.rpm.mask_granule_bytes) {}
 
   AddressAllocationUnit& aau() { return aau_; }
-  RuntimePacketManager* rpm() { return rpm_.get(); }
 
-  // --- SM side ---
-  bool try_store(const gpu::StoreRequest& store, Callback retry) override {
-    const HubTag t = HubTag::decode(store.tag);
-    const int dst = static_cast<int>(store.dst_gpu);
-    const auto bytes = static_cast<uint32_t>(store.bytes);
-    if (dst == g_) {  // local: straight to this hub's AAU (st.rowsp) or memory (st.)
-      if (t.rowsp) {
-        place(g_, RowspStore{MallocId::encode(static_cast<uint32_t>(g_), t.region), t.row_id, t.row_offset, bytes, t.nop},
-              ~0ULL, true);
-      } else {
-        land_plain(g_, t.address, bytes, ~0ULL, true);
-      }
-      return true;
-    }
-    Lane& lane = lanes_[rpm_ ? partition_of(dst) : 0];
-    if (!lane.staging.admit(store, std::move(retry))) return false;
-    pump(lane);
-    return true;
-  }
-
-  // --- fabric side (the RPM's PacketPort, or the direct path) ---
-  bool can_send(uint32_t, uint32_t payload_bytes) const override {
-    // One egress FIFO for every peer (both kinds of write are request-class traffic).
-    return f_.cluster_.network().can_send(g_, payload_bytes, PacketKind::Write);
-  }
-
-  bool accepts_nothing(uint32_t payload_bytes) const override { return !can_send(0, payload_bytes); }
-
-  bool try_send(const HubPacket& h) override {
-    // The destination is in the packet: the MallocID's GPU, or the GPU bits of a peer address.
-    const int dst = h.rowsp ? static_cast<int>(h.malloc_id.gpu()) : static_cast<int>(h.address >> kGpuShift);
-    if (!can_send(h.peer, h.payload_bytes)) return false;
-    Packet p;
-    p.src = g_;
-    p.dst = dst;
-    p.payload_bytes = h.payload_bytes;
-    p.kind = h.rowsp ? PacketKind::RowSparseWrite : PacketKind::Write;
-    p.header = header_of(h);
-    p.byte_mask = h.valid_mask;
-    p.cookie = h.rowsp ? h.row_offset : 0;  // the line's RowOffset, full width (acks ignore it)
-    p.client = this;
-    p.ack_awaited = false;  // the hub counts its acks; the DAM reacts to local write completions
-    f_.cluster_.network().send(std::move(p));
-    ++packets_;
-    payload_ += h.payload_bytes;
-    return true;
-  }
-
-  void notify_when_ready(uint32_t peer, Callback ready) override {
-    (void)peer;  // the egress FIFO is shared by all peers: room for one is room for all
-    room_waiters_.push_back(std::move(ready));
-    if (!room_requested_) {
-      room_requested_ = true;
-      f_.cluster_.network().request_room(g_, this);
-    }
-  }
-
-  void on_room(int) override {
-    room_requested_ = false;
-    run_waiters(room_waiters_, room_scratch_);
-  }
-
-  void on_ack(const Packet&) override { ++acks_; }
-
-  // --- ingress ---
   void deliver(Packet&& packet) override {
     if (packet.kind != PacketKind::Write && packet.kind != PacketKind::RowSparseWrite) return;
     // The packet carries what the destination hub needs: the store's encoding in its header,
@@ -190,11 +114,15 @@ class HubFabric::Node final : public gpu::StorePort,
     }
   }
 
-  nlohmann::json stats() const {
-    return {{"packets", packets_}, {"payload_bytes", payload_}, {"network_acks", acks_}};
+  // A store of this GPU to its own memory: no fabric, the whole store at once.
+  void local(const HubTag& t, uint32_t bytes) {
+    if (t.rowsp) {
+      place(g_, RowspStore{MallocId::encode(static_cast<uint32_t>(g_), t.region), t.row_id, t.row_offset, bytes, t.nop},
+            ~0ULL, true);
+    } else {
+      land_plain(g_, t.address, bytes, ~0ULL, true);
+    }
   }
-  uint64_t packets() const { return packets_; }
-  uint64_t payload() const { return payload_; }
 
  private:
   struct Landing {  // an st.rowsp write between its arrival and its landed report
@@ -204,89 +132,6 @@ class HubFabric::Node final : public gpu::StorePort,
     bool whole;
     Placement placement;
   };
-  // The SM-to-hub path: one FIFO to the egress without an RPM (stores leave in issue order);
-  // with the RPM, one per peer partition (a store waiting for a full partition holds up only
-  // stores to that peer).
-  struct Lane {
-    Lane(Simulator& sim, uint64_t limit) : staging(sim, limit) {}
-    StoreStaging staging;
-    bool waiting = false;  // for room in the RPM partition or the egress
-  };
-
-  // A packet's header: its store encoding without the RowOffset, which rows above 64 KiB
-  // (hub.rat.row_offset_bits > 16) would overflow; the GPU bits of a peer address are in the
-  // packet's destination.
-  static uint64_t header_of(const HubPacket& h) {
-    return h.rowsp ? HubTag::st_rowsp(h.malloc_id, h.row_id, 0, h.nop) : HubTag::st(h.address & kLocalMask);
-  }
-
-  // Partitions in rank-offset order (peer p is GPU g + 1 + p mod N, as NCCL orders its peers):
-  // schedulers that poll their partitions round-robin in step then address a permutation of
-  // the GPUs rather than all the same one.
-  uint32_t peer_of(int dst) const { return static_cast<uint32_t>((dst - g_ - 1 + n_) % n_); }
-  // With more peers than partitions (hub.rpm.partitions), peers share them round-robin.
-  uint32_t partition_of(int dst) const { return peer_of(dst) % static_cast<uint32_t>(lanes_.size()); }
-
-  // Cuts a lane's staged stores into transactions and hands them on, in order, while there is room.
-  void pump(Lane& lane) {
-    while (!lane.staging.empty()) {
-      const StoreStaging::Staged& p = lane.staging.front();
-      const HubTag tag = HubTag::decode(p.tag);
-      const uint64_t tx = tag.rowsp ? f_.cfg_.rowsp_transaction_bytes : f_.cfg_.st_transaction_bytes;
-      const uint64_t at = (tag.rowsp ? tag.row_offset : tag.address) + p.done;
-      const uint64_t piece = std::min({tx, p.bytes - p.done, line_ - at % line_});
-      const uint32_t peer = rpm_ ? partition_of(p.dst) : peer_of(p.dst);
-      // A peer address carries its GPU (UVA: each GPU's memory has its own range).
-      const uint64_t gpu_bits = static_cast<uint64_t>(p.dst) << kGpuShift;
-      if (rpm_) {
-        const RemoteStore s =
-            tag.rowsp ? RemoteStore::from(RowspStore{MallocId::encode(static_cast<uint32_t>(p.dst), tag.region),
-                                                       tag.row_id, at, static_cast<uint32_t>(piece), tag.nop})
-                        : RemoteStore::plain(gpu_bits | at, static_cast<uint32_t>(piece));
-        if (!rpm_->try_store(peer, s)) {
-          if (!lane.waiting) {
-            lane.waiting = true;
-            rpm_->notify_when_space(peer, [this, &lane] {
-              lane.waiting = false;
-              pump(lane);
-            });
-          }
-          return;
-        }
-      } else {
-        HubPacket h;
-        h.peer = peer;
-        h.rowsp = tag.rowsp;
-        h.nop = tag.nop;
-        const uint64_t line_start = at - at % line_;
-        if (tag.rowsp) {
-          h.malloc_id = MallocId::encode(static_cast<uint32_t>(p.dst), tag.region);
-          h.row_id = tag.row_id;
-          h.row_offset = line_start;
-        } else {
-          h.address = gpu_bits | line_start;
-        }
-        h.valid_mask = mask_of(at % line_, piece, granule_);
-        h.granule_bytes = granule_;
-        h.payload_bytes = static_cast<uint32_t>(piece);
-        h.stores_merged = 1;
-        h.first_store = f_.cluster_.sim().now();
-        if (!try_send(h)) {
-          if (!lane.waiting) {
-            lane.waiting = true;
-            notify_when_ready(peer, [this, &lane] {
-              lane.waiting = false;
-              pump(lane);
-            });
-          }
-          return;
-        }
-      }
-      lane.staging.took(piece);
-    }
-    lane.staging.release();
-  }
-
   // st.rowsp at this hub: AAU placement, then the memory write, then the landed report per
   // contiguous run of the packet's validity mask (a local store is one run).
   void place(int src, const RowspStore& w, uint64_t mask, bool whole) {
@@ -358,18 +203,218 @@ class HubFabric::Node final : public gpu::StorePort,
 
   HubFabric& f_;
   int g_;
-  int n_;
   gpu::Gpu& gpu_;
   AddressAllocationUnit aau_;
-  std::unique_ptr<RuntimePacketManager> rpm_;
   uint64_t line_;
   uint32_t granule_;
-  std::deque<Lane> lanes_;  // deque: callbacks hold references to lanes
   Slab<Landing> landings_;
+};
+
+// Fabric side: the RPM's PacketPort (or the direct path's): one packet per hub packet, on the
+// GPU's shared egress.
+class HubFabric::FabricPort final : public PacketPort, public RoomListener, public PacketClient {
+ public:
+  FabricPort(HubFabric& fabric, int g) : f_(fabric), g_(g) {}
+
+  bool can_send(uint32_t, uint32_t payload_bytes) const override {
+    // One egress FIFO for every peer (both kinds of write are request-class traffic).
+    return f_.cluster_.network().can_send(g_, payload_bytes, PacketKind::Write);
+  }
+
+  bool accepts_nothing(uint32_t payload_bytes) const override { return !can_send(0, payload_bytes); }
+
+  bool try_send(const HubPacket& h) override {
+    // The destination is in the packet: the MallocID's GPU, or the GPU bits of a peer address.
+    const int dst = h.rowsp ? static_cast<int>(h.malloc_id.gpu()) : static_cast<int>(h.address >> kGpuShift);
+    if (!can_send(h.peer, h.payload_bytes)) return false;
+    Packet p;
+    p.src = g_;
+    p.dst = dst;
+    p.payload_bytes = h.payload_bytes;
+    p.kind = h.rowsp ? PacketKind::RowSparseWrite : PacketKind::Write;
+    p.header = header_of(h);
+    p.byte_mask = h.valid_mask;
+    p.cookie = h.rowsp ? h.row_offset : 0;  // the line's RowOffset, full width (acks ignore it)
+    p.client = this;
+    p.ack_awaited = false;  // the hub counts its acks; the DAM reacts to local write completions
+    f_.cluster_.network().send(std::move(p));
+    ++packets_;
+    payload_ += h.payload_bytes;
+    return true;
+  }
+
+  void notify_when_ready(uint32_t peer, Callback ready) override {
+    (void)peer;  // the egress FIFO is shared by all peers: room for one is room for all
+    room_waiters_.push_back(std::move(ready));
+    if (!room_requested_) {
+      room_requested_ = true;
+      f_.cluster_.network().request_room(g_, this);
+    }
+  }
+
+  void on_room(int) override {
+    room_requested_ = false;
+    run_waiters(room_waiters_, room_scratch_);
+  }
+
+  void on_ack(const Packet&) override { ++acks_; }
+
+  nlohmann::json stats() const {
+    return {{"packets", packets_}, {"payload_bytes", payload_}, {"network_acks", acks_}};
+  }
+  uint64_t packets() const { return packets_; }
+  uint64_t payload() const { return payload_; }
+
+ private:
+  // A packet's header: its store encoding without the RowOffset, which rows above 64 KiB
+  // (hub.rat.row_offset_bits > 16) would overflow; the GPU bits of a peer address are in the
+  // packet's destination.
+  static uint64_t header_of(const HubPacket& h) {
+    return h.rowsp ? HubTag::st_rowsp(h.malloc_id, h.row_id, 0, h.nop) : HubTag::st(h.address & kLocalMask);
+  }
+
+  HubFabric& f_;
+  int g_;
   std::vector<Callback> room_scratch_;
   std::vector<Callback> room_waiters_;
   bool room_requested_ = false;
   uint64_t packets_ = 0, payload_ = 0, acks_ = 0;
+};
+
+// SM side: the GPU's store port. Stores wait in staging lanes, are cut into line-bounded
+// transactions and go to the RPM (one lane per partition) or straight to the fabric side.
+class HubFabric::SmPort final : public gpu::StorePort {
+ public:
+  SmPort(HubFabric& fabric, int g, FabricPort& port, Ingress& ingress)
+      : f_(fabric),
+        g_(g),
+        n_(fabric.cluster_.gpus()),
+        port_(port),
+        ingress_(ingress),
+        line_(fabric.hub_.rpm.entry_bytes),
+        granule_(fabric.hub_.rpm.mask_granule_bytes) {
+    const int n = fabric.cluster_.gpus();
+    if (fabric.cfg_.rpm && n > 1) {
+      rpm_ = std::make_unique<RuntimePacketManager>(
+          fabric.cluster_.sim(), fabric.hub_.rpm, std::min<uint32_t>(static_cast<uint32_t>(n - 1), fabric.hub_.rpm.partitions),
+          port);
+    }
+    const size_t lanes = rpm_ ? std::min<size_t>(static_cast<size_t>(n - 1), fabric.hub_.rpm.partitions) : 1;
+    const uint64_t staging_limit = fabric.cluster_.config().bytes("gpu.store_staging_bytes");
+    for (size_t i = 0; i < lanes; ++i) lanes_.emplace_back(fabric.cluster_.sim(), staging_limit);
+  }
+
+  RuntimePacketManager* rpm() { return rpm_.get(); }
+
+  bool try_store(const gpu::StoreRequest& store, Callback retry) override {
+    const HubTag t = HubTag::decode(store.tag);
+    const int dst = static_cast<int>(store.dst_gpu);
+    const auto bytes = static_cast<uint32_t>(store.bytes);
+    if (dst == g_) {  // local: straight to this hub's AAU (st.rowsp) or memory (st.)
+      ingress_.local(t, bytes);
+      return true;
+    }
+    Lane& lane = lanes_[rpm_ ? partition_of(dst) : 0];
+    if (!lane.staging.admit(store, std::move(retry))) return false;
+    pump(lane);
+    return true;
+  }
+
+ private:
+  // The SM-to-hub path: one FIFO to the egress without an RPM (stores leave in issue order);
+  // with the RPM, one per peer partition (a store waiting for a full partition holds up only
+  // stores to that peer).
+  struct Lane {
+    Lane(Simulator& sim, uint64_t limit) : staging(sim, limit) {}
+    StoreStaging staging;
+    bool waiting = false;  // for room in the RPM partition or the egress
+  };
+
+  // Partitions in rank-offset order (peer p is GPU g + 1 + p mod N, as NCCL orders its peers):
+  // schedulers that poll their partitions round-robin in step then address a permutation of
+  // the GPUs rather than all the same one.
+  uint32_t peer_of(int dst) const { return static_cast<uint32_t>((dst - g_ - 1 + n_) % n_); }
+  // With more peers than partitions (hub.rpm.partitions), peers share them round-robin.
+  uint32_t partition_of(int dst) const { return peer_of(dst) % static_cast<uint32_t>(lanes_.size()); }
+
+  // Cuts a lane's staged stores into transactions and hands them on, in order, while there is room.
+  void pump(Lane& lane) {
+    while (!lane.staging.empty()) {
+      const StoreStaging::Staged& p = lane.staging.front();
+      const HubTag tag = HubTag::decode(p.tag);
+      const uint64_t tx = tag.rowsp ? f_.cfg_.rowsp_transaction_bytes : f_.cfg_.st_transaction_bytes;
+      const uint64_t at = (tag.rowsp ? tag.row_offset : tag.address) + p.done;
+      const uint64_t piece = std::min({tx, p.bytes - p.done, line_ - at % line_});
+      const uint32_t peer = rpm_ ? partition_of(p.dst) : peer_of(p.dst);
+      // A peer address carries its GPU (UVA: each GPU's memory has its own range).
+      const uint64_t gpu_bits = static_cast<uint64_t>(p.dst) << kGpuShift;
+      if (rpm_) {
+        const RemoteStore s =
+            tag.rowsp ? RemoteStore::from(RowspStore{MallocId::encode(static_cast<uint32_t>(p.dst), tag.region),
+                                                       tag.row_id, at, static_cast<uint32_t>(piece), tag.nop})
+                        : RemoteStore::plain(gpu_bits | at, static_cast<uint32_t>(piece));
+        if (!rpm_->try_store(peer, s)) {
+          if (!lane.waiting) {
+            lane.waiting = true;
+            rpm_->notify_when_space(peer, [this, &lane] {
+              lane.waiting = false;
+              pump(lane);
+            });
+          }
+          return;
+        }
+      } else {
+        HubPacket h;
+        h.peer = peer;
+        h.rowsp = tag.rowsp;
+        h.nop = tag.nop;
+        const uint64_t line_start = at - at % line_;
+        if (tag.rowsp) {
+          h.malloc_id = MallocId::encode(static_cast<uint32_t>(p.dst), tag.region);
+          h.row_id = tag.row_id;
+          h.row_offset = line_start;
+        } else {
+          h.address = gpu_bits | line_start;
+        }
+        h.valid_mask = mask_of(at % line_, piece, granule_);
+        h.granule_bytes = granule_;
+        h.payload_bytes = static_cast<uint32_t>(piece);
+        h.stores_merged = 1;
+        h.first_store = f_.cluster_.sim().now();
+        if (!port_.try_send(h)) {
+          if (!lane.waiting) {
+            lane.waiting = true;
+            port_.notify_when_ready(peer, [this, &lane] {
+              lane.waiting = false;
+              pump(lane);
+            });
+          }
+          return;
+        }
+      }
+      lane.staging.took(piece);
+    }
+    lane.staging.release();
+  }
+
+  HubFabric& f_;
+  int g_;
+  int n_;
+  FabricPort& port_;
+  Ingress& ingress_;
+  std::unique_ptr<RuntimePacketManager> rpm_;
+  uint64_t line_;
+  uint32_t granule_;
+  std::deque<Lane> lanes_;  // deque: callbacks hold references to lanes
+};
+
+// The three parts of one GPU's hub (the SM side refers to the other two).
+class HubFabric::Node {
+ public:
+  Node(HubFabric& fabric, int g) : ingress(fabric, g), port(fabric, g), sm(fabric, g, port, ingress) {}
+  Ingress ingress;
+  FabricPort port;
+  SmPort sm;
 };
 
 HubFabric::HubFabric(Cluster& cluster, const HubConfig& hub, const HubFabricConfig& config, HubListener& listener)
@@ -398,29 +443,29 @@ HubFabric::HubFabric(Cluster& cluster, const HubConfig& hub, const HubFabricConf
   }
   for (int g = 0; g < cluster.gpus(); ++g) {
     nodes_.push_back(std::make_unique<Node>(*this, g));
-    registry_.attach(static_cast<uint32_t>(g), nodes_.back()->aau());
-    cluster.set_store_port(g, nodes_.back().get());
-    cluster.set_receiver(g, nodes_.back().get());
+    registry_.attach(static_cast<uint32_t>(g), nodes_.back()->ingress.aau());
+    cluster.set_store_port(g, &nodes_.back()->sm);
+    cluster.set_receiver(g, &nodes_.back()->ingress);
   }
 }
 
 HubFabric::~HubFabric() = default;
 
-AddressAllocationUnit& HubFabric::aau(int g) { return nodes_.at(static_cast<size_t>(g))->aau(); }
+AddressAllocationUnit& HubFabric::aau(int g) { return nodes_.at(static_cast<size_t>(g))->ingress.aau(); }
 
 void HubFabric::flush(int g) {
-  if (auto* r = nodes_.at(static_cast<size_t>(g))->rpm()) r->flush();
+  if (auto* r = nodes_.at(static_cast<size_t>(g))->sm.rpm()) r->flush();
 }
 
 uint64_t HubFabric::packets_sent() const {
   uint64_t n = 0;
-  for (const auto& node : nodes_) n += node->packets();
+  for (const auto& node : nodes_) n += node->port.packets();
   return n;
 }
 
 double HubFabric::mean_packet_fill() const {
   uint64_t payload = 0;
-  for (const auto& node : nodes_) payload += node->payload();
+  for (const auto& node : nodes_) payload += node->port.payload();
   const uint64_t n = packets_sent();
   return n ? static_cast<double>(payload) / (static_cast<double>(n) * hub_.rpm.entry_bytes) : 0.0;
 }
@@ -428,9 +473,9 @@ double HubFabric::mean_packet_fill() const {
 nlohmann::json HubFabric::stats() const {
   nlohmann::json aau = nlohmann::json::object(), rpm = nlohmann::json::object(), egress = nlohmann::json::object();
   for (const auto& node : nodes_) {
-    add_counters(aau, node->aau().stats());
-    if (auto* r = node->rpm()) add_counters(rpm, r->stats());
-    add_counters(egress, node->stats());
+    add_counters(aau, node->ingress.aau().stats());
+    if (auto* r = node->sm.rpm()) add_counters(rpm, r->stats());
+    add_counters(egress, node->port.stats());
   }
   egress["mean_packet_fill"] = mean_packet_fill();
   nlohmann::json j{{"aau", aau}, {"egress", egress}};

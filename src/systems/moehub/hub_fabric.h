@@ -97,7 +97,12 @@ class HubFabric {
   uint64_t packets_sent() const;
   double mean_packet_fill() const;
 
-  // Internal pieces, defined in hub_fabric.cpp.
+  // Internal pieces, defined in hub_fabric.cpp: each GPU's hub (Node) is an SM side (SmPort:
+  // staging lanes, transactions, the RPM), a fabric side (FabricPort: packets onto the
+  // network) and an ingress (Ingress: AAU, memory, landed reports).
+  class Ingress;
+  class FabricPort;
+  class SmPort;
   class Node;
 
  private:
