@@ -13,6 +13,7 @@ void ExperimentFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--seed", seed, "Random seed (default 1)");
   cmd.add_option("--config", request.config_files, "Experiment TOML file(s) applied over the presets");
   cmd.add_option("--set", request.assignments, "Override any parameter: KEY=VALUE (repeatable)");
+  cmd.add_flag("--check", check, "Check conservation at the end of every system's run (packets, credits, kernels)");
 }
 
 ConfigRequest ExperimentFlags::resolve_request() const {
@@ -28,6 +29,7 @@ ConfigRequest ExperimentFlags::resolve_request() const {
   flag(systems, "run.systems", "--systems");
   flag(imbalance, "workload.imbalance_std", "--imbalance");
   flag(routing_trace, "workload.routing_trace", "--routing-trace");
+  if (check) r.flags.push_back({"run.check", "true", "--check"});
   return r;
 }
 

@@ -11,6 +11,7 @@ namespace moehub {
 struct ExperimentFlags {
   ConfigRequest request;
   std::string model, hardware, gpus, tokens, imbalance, routing_trace, systems, seed;
+  bool check = false;
 
   void add_to(CLI::App& cmd);
   // Appends the flags that were given to request.flags (once, before building the config).

@@ -17,6 +17,8 @@ void declare_run_params(ParamRegistry& r) {
   r.bytes("run.memory_budget",
           "Memory a run may need (estimated before it starts); 0: half of the machine's physical memory")
       .at_least(0);
+  r.boolean("run.check",
+            "Check conservation at the end of every run (packets, credits, kernels); always on in debug builds");
   r.boolean("run.functional", "Carry real data through the modelled datapath and check it against the reference");
 }
 

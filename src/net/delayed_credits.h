@@ -37,6 +37,10 @@ class DelayedCredits {
     const int64_t t = returns_[tc].time_covering(flits - avail_[tc]);
     return t == INT64_MAX ? Time::max() : Time::from_ps(t);
   }
+  // Every credit is back or on its way (end-of-run conservation check).
+  bool all_returned() const {
+    return time_available(0, capacity_[0]) != Time::max() && time_available(1, capacity_[1]) != Time::max();
+  }
   // Time of the earliest pending return, or Time::max().
   Time next_return() const {
     const int64_t t = returns_[0].front_at() < returns_[1].front_at() ? returns_[0].front_at() : returns_[1].front_at();

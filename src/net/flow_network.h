@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "net/network.h"
@@ -22,6 +23,12 @@ class FlowNetwork final : public TransferNetwork {
   void transfer(int src, int dst, uint64_t bytes, int priority, Callback on_complete) override;
   nlohmann::json stats() const override;
   void flush_trace() override;
+  std::vector<std::string> conservation_violations() const override {
+    for (const FlowClass& c : classes_) {
+      if (!c.members.empty()) return {"a flow is still in progress after the run drained"};
+    }
+    return {};
+  }
   const NetConfig& config() const override { return cfg_; }
 
   // Current payload rate of every active flow (bytes/s), in start order; for tests.

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "net/net_config.h"
@@ -63,6 +64,9 @@ class Network {
   virtual nlohmann::json stats() const = 0;
   // Writes coalesced link-busy spans recorded so far to the trace (if tracing is on).
   virtual void flush_trace() {}
+  // After a run has drained: what the model's conservation laws say went wrong (every packet
+  // injected delivered once, every buffer empty, every credit returned); empty if nothing.
+  virtual std::vector<std::string> conservation_violations() const { return {}; }
 
   virtual const NetConfig& config() const = 0;
 };

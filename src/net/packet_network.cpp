@@ -644,4 +644,34 @@ void PacketNetwork::flush_trace() {
   }
 }
 
+std::vector<std::string> PacketNetwork::conservation_violations() const {
+  std::vector<std::string> v;
+  if (injected_packets_ != delivered_packets_) {
+    v.push_back(fmt::format("{} packets injected, {} delivered", injected_packets_, delivered_packets_));
+  }
+  const auto empty = [](const std::vector<Queue>& qs) {
+    for (const Queue& q : qs) {
+      if (!q.empty()) return false;
+    }
+    return true;
+  };
+  if (!empty(egress_) || !empty(voq_) || !empty(ingress_)) v.push_back("a packet is still queued in the fabric");
+  size_t free_slots = 0;
+  for (uint32_t id = free_head_; id != kNil; id = pool_[id].next) ++free_slots;
+  if (free_slots != pool_.size()) v.push_back(fmt::format("{} of {} packet slots not freed", pool_.size() - free_slots, pool_.size()));
+  for (const Uplink& u : uplinks_) {
+    if (!u.credits.all_returned()) {
+      v.push_back("an uplink's credits were not all returned");
+      break;
+    }
+  }
+  for (const Output& o : outputs_) {
+    if (!o.credits.all_returned()) {
+      v.push_back("a switch output's credits were not all returned");
+      break;
+    }
+  }
+  return v;
+}
+
 }  // namespace moehub

@@ -48,6 +48,7 @@ class PacketNetwork final : public Network {
 
   nlohmann::json stats() const override;
   void flush_trace() override;
+  std::vector<std::string> conservation_violations() const override;
   const NetConfig& config() const override { return cfg_; }
 
   uint64_t packets_delivered() const { return delivered_packets_; }

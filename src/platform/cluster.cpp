@@ -1,6 +1,7 @@
 #include "platform/cluster.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <stdexcept>
 
 #include "platform/memory_receiver.h"
@@ -114,6 +115,30 @@ void Cluster::finish() {
     if (t.started && t.ended) log(l.gpu, l.what, *t.started, *t.ended);
   }
   network_->flush_trace();
+#ifdef NDEBUG
+  const bool always = false;
+#else
+  const bool always = true;  // debug and sanitizer builds check every run
+#endif
+  if (always || config_.boolean("run.check")) check_conservation();
+}
+
+void Cluster::check_conservation() const {
+  std::vector<std::string> v = network_->conservation_violations();
+  for (const Launched& l : launched_) {
+    const gpu::KernelTimes& t = gpu_at(l.gpu).kernel_times(l.id);
+    if (!t.ended) {
+      v.push_back(fmt::format("kernel '{}' on GPU {} did not finish", t.name, l.gpu));
+      break;
+    }
+  }
+  for (int g = 0; g < gpus(); ++g) {
+    if (!phases_.at(static_cast<size_t>(g)).done) {
+      v.push_back(fmt::format("GPU {} did not finish the layer", g));
+      break;
+    }
+  }
+  if (!v.empty()) throw std::logic_error(fmt::format("conservation check failed: {}", fmt::join(v, "; ")));
 }
 
 }  // namespace moehub

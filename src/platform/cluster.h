@@ -57,6 +57,7 @@ class Cluster {
   int gpus() const { return static_cast<int>(gpus_.size()); }
 
   gpu::Gpu& gpu(int g) { return *gpus_.at(static_cast<size_t>(g)); }
+  const gpu::Gpu& gpu_at(int g) const { return *gpus_.at(static_cast<size_t>(g)); }
   gpu::Host& host(int g) { return *hosts_.at(static_cast<size_t>(g)); }
   // The GPU's default compute stream.
   gpu::Stream& stream(int g) { return *streams_.at(static_cast<size_t>(g)); }
@@ -100,8 +101,12 @@ class Cluster {
   // run.time_limit of simulated time is livelocked (a flag no one sets, a credit never
   // returned): it throws, naming `system`, instead of spinning forever.
   void run_to_completion(const std::string& system);
-  // Folds kernel run times into the activity logs; call once after the simulation ends.
+  // Folds kernel run times into the activity logs; call once after the simulation ends. With
+  // run.check (or in a debug build) it then checks conservation: every packet delivered, every
+  // credit returned, every kernel finished, every GPU done; a violation is a std::logic_error
+  // naming it (a bug in moehub, exit 1).
   void finish();
+  void check_conservation() const;
 
  private:
   struct Launched {

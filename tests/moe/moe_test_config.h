@@ -38,6 +38,7 @@ systems = "all"
 functional = false
 time_limit = "1s"
 memory_budget = "0B"
+check = false
 [workload]
 imbalance_std = 0.0
 routing_trace = ""

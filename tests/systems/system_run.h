@@ -32,7 +32,8 @@ inline Config make_config(const ParamRegistry& registry, std::vector<std::string
   const PresetCatalog catalog(MOEHUB_SOURCE_CONFIG_DIR);
   ConfigRequest req;
   if (base == ConfigBase::Verify) req.config_files.push_back("verify");
-  req.assignments = std::move(assignments);
+  req.assignments.push_back("run.check=true");  // every system test checks conservation at its end
+  for (auto& a : assignments) req.assignments.push_back(std::move(a));
   return build_config(catalog, registry, req);
 }
 
