@@ -91,6 +91,12 @@ int run_figures(const CliContext& ctx, const FiguresOptions& o) {
 
   const fs::path out_dir(o.out);
   std::error_code ec;
+  // A start that fails (a bad point in a sweep) leaves no folder behind that it created.
+  const bool out_existed = fs::exists(out_dir, ec), cache_existed = fs::exists(out_dir / "cache", ec);
+  const auto remove_created = [&] {
+    if (!cache_existed) fs::remove(out_dir / "cache", ec);  // only if still empty
+    if (!out_existed) fs::remove(out_dir, ec);
+  };
   fs::create_directories(out_dir, ec);
   if (!fs::is_directory(out_dir, ec)) throw UserError("--out", fmt::format("cannot create '{}'", o.out));
 
@@ -123,7 +129,13 @@ int run_figures(const CliContext& ctx, const FiguresOptions& o) {
 
   const ResultCache cache(out_dir / "cache");
   SweepRunner runner(configs, cache, binary_fingerprint(), jobs, &std::cerr);
-  const std::vector<RunOutcome> outcomes = runner.run(requests);
+  std::vector<RunOutcome> outcomes;
+  try {
+    outcomes = runner.run(requests);
+  } catch (...) {
+    remove_created();
+    throw;
+  }
   for (size_t i = 0; i < outcomes.size(); ++i) {
     const auto& [figure, p, s] = where[i];
     RunCell& c = context.runs.at(figure).cells[p][s];

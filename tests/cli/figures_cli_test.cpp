@@ -222,6 +222,7 @@ TEST_F(FiguresCli, BadInput) {
   write(dir_ / "exp" / "tiny.toml", three);
   expect_bad_input({"--quick"}, "tiny.toml: sweep (mixtral-8x7b 3 GPUs 256 tokens): model.experts: 8 experts do not "
                                 "divide over 3 GPUs");
+  EXPECT_FALSE(fs::exists(dir_ / "out")) << "a failed start removes the folders it created";
 }
 
 TEST_F(FiguresCli, ValidateChecksFigureFiles) {
