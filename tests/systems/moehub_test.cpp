@@ -15,6 +15,7 @@
 #include "sim/error.h"
 #include "platform/experiment.h"
 #include "systems/moehub/hub_fabric.h"
+#include "systems/moehub/moehub_state.h"
 #include "systems/system_registry.h"
 
 namespace moehub {
@@ -210,6 +211,46 @@ TEST(MoeHubSystems, RegionOverflowFailsTheRun) {
 TEST(MoeHubSystems, TimerBypassOffIsRefused) {
   const LayerSetup s({"run.tokens=512", "hub.rpm.timer_bypass=0ns"}, false);
   EXPECT_THROW(s.run("moehub"), UserError);
+}
+
+}  // namespace
+}  // namespace moehub
+
+namespace moehub {
+namespace {
+
+// The up-front capacity check, by hand: DeepSeek-V3 (hidden 7168: rows of 14336 B) on 16 GPUs
+// at 65536 tokens: 16 local experts share the 256-entry DAM table, 16 entries each; a region
+// holds every token (capacity_factor 0): 512 M-tiles of 128 rows, grouped 32 per DAM entry,
+// so a group counts 4096 rows x 14336 B = 58720256 B: 26 bits.
+TEST(HubSizing, DeepSeekV3NeedsATwentySixBitCounter) {
+  const ParamRegistry registry = build_param_registry();
+  const PresetCatalog catalog(MOEHUB_SOURCE_CONFIG_DIR);
+  ConfigRequest req;
+  req.assignments = {"run.model=deepseek-v3", "run.gpus=16", "run.tokens=65536"};
+  const Config c = build_config(catalog, registry, req);
+  const Workload w = Workload::build(WorkloadConfig::from(c), ModelShape::from(c));
+  const MoeHubParams p = MoeHubParams::from(c);
+  HubConfig hub = HubConfig::from(c);
+  const HubSizing z = HubSizing::of(p, hub, gpu::GpuConfig::from(c), w);
+  EXPECT_EQ(z.row_bytes, 14336u);
+  EXPECT_EQ(z.capacity, 65536u);
+  EXPECT_EQ(z.tiles_m, 512u);
+  EXPECT_EQ(z.tiles_per_group, 32u);
+  EXPECT_EQ(z.groups_per_region, 16u);
+  EXPECT_NO_THROW(z.check(p, hub, w, true));  // the default hub: 27 bits
+  hub.dam.counter_bits = 25;
+  try {
+    z.check(p, hub, w, true);
+    ADD_FAILURE() << "a 25-bit counter must be refused";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "hub.dam.counter_bits: a GEMM1 DAM group of 58720256 B (4096 rows) needs 26 bits; the hub has 25 (set "
+              "hub.dam.counter_bits >= 26)");
+  }
+  EXPECT_NO_THROW(z.check(p, hub, w, false));  // without the DAM (mh-base, mh-pkt) no counter is needed
+  hub.aau.apt_entries = 8;
+  EXPECT_THROW(z.check(p, hub, w, false), UserError);  // 16 live regions per GPU
 }
 
 }  // namespace
