@@ -23,7 +23,7 @@ def main() -> int:
     out.write("# Measured bf16 GEMM throughput on sm_90 (H100), as XLA ships it for its cost model:\n")
     out.write("# tensorflow/tensorflow third_party/xla/xla/service/gpu/model/matmul_interpolator_data.h,\n")
     out.write(f"# kDefaultMatmulPTable, key \"sm_90\", \"bf16xbf16->bf16\", commit {commit}.\n")
-    out.write("# (transcribed from the byte-identical ROCm/xla@b2766086 copy of the file, 79026 bytes, with\n")
+    out.write("# (transcribed from the ROCm/xla@b2766086 copy of the file, of the same 79026 bytes, with\n")
     out.write("# entries spot-checked against the tensorflow copy; 375 entries, every (b, m, n, k) once).\n")
     out.write("# Converted by scripts/xla-gemm-table.py: time_us = 2 b m n k / flops; b > 1 (a batched\n")
     out.write("# GEMM of b equal problems) is a [[grouped_gemm]] of b groups. Shapes: b in {1, 2, 4},\n")
