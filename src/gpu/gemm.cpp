@@ -107,7 +107,8 @@ GemmTile GemmModel::tile(uint64_t index) const {
   const auto group = static_cast<uint32_t>(it - tile_offsets_.begin() - 1);
   const uint64_t local = index - tile_offsets_[group];
   const uint64_t m = problem_.group_rows[group];
-  const uint64_t tiles_m = ceil_div(m, tile_.m);
+  const uint64_t active = problem_.active_rows.empty() ? m : std::min(m, problem_.active_rows[group]);
+  const uint64_t tiles_m = std::max<uint64_t>(1, ceil_div(active, tile_.m));  // M-tiles that run
   const uint64_t e = problem_.element_bytes;
   const uint64_t k = problem_.k;
 
@@ -120,7 +121,8 @@ GemmTile GemmModel::tile(uint64_t index) const {
   t.cols = std::min<uint64_t>(tile_.n, problem_.n - t.tile_col * tile_.n);
   t.flops = tile_flops();
   // Compulsory traffic shared out: the tile's A rows are read once for the tiles_n tiles of
-  // its row, its B columns once for the tiles_m tiles of its column, its C part written once.
+  // its row, its B columns once for the tiles_m tiles of its column that run, its C part
+  // written once.
   t.hbm_bytes = ceil_div(t.rows * k * e, tiles_n_) + ceil_div(k * t.cols * e, tiles_m) + t.rows * t.cols * e;
   // FLOPs over FLOP/s with the same integer ceiling as bytes over bytes/s.
   t.compute = Bandwidth::bytes_per_second(sm_flops_per_second_).transfer_time(t.flops);

@@ -28,6 +28,10 @@ struct GemmProblem {
   uint64_t n = 0;
   uint64_t k = 0;
   uint32_t element_bytes = 2;  // bf16
+  // Rows that will be present in each group when the grid covers more (a capacity-sized
+  // region whose empty M-tiles are retired unrun): a weight panel is read once by the M-tiles
+  // that run, so its traffic is shared among those. Empty: every row of group_rows.
+  std::vector<uint64_t> active_rows;
 };
 
 // One tile: the work of one thread block.

@@ -26,11 +26,11 @@ void SharedKernels::launch_routing(int g, gpu::Stream& stream, int64_t tokens) {
   cluster_.launch(g, stream, Activity::Routing, memory(g, "router_topk", bytes));
 }
 
-gpu::GemmModel SharedKernels::gemm1_model(const std::vector<uint64_t>& rows) const {
+gpu::GemmModel SharedKernels::gemm1_model(const std::vector<uint64_t>& rows, const std::vector<uint64_t>& active) const {
   const ModelShape& m = cluster_.model();
   return gpu::GemmModel(cluster_.gpu_config(), gpu::GemmProblem{rows, static_cast<uint64_t>(m.gemm1_cols()),
                                                                 static_cast<uint64_t>(m.hidden),
-                                                                static_cast<uint32_t>(m.dtype_bytes)});
+                                                                static_cast<uint32_t>(m.dtype_bytes), active});
 }
 
 gpu::GemmModel SharedKernels::gemm2_model(const std::vector<uint64_t>& rows) const {

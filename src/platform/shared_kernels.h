@@ -25,7 +25,9 @@ class SharedKernels {
   // Gate GEMM (T x H by H x E) then softmax/top-k on GPU g's `tokens` tokens; logged as Routing.
   void launch_routing(int g, gpu::Stream& stream, int64_t tokens);
   // Grouped GEMM1 (rows_e x H by H x F1) over the local experts.
-  gpu::GemmModel gemm1_model(const std::vector<uint64_t>& rows_per_expert) const;
+  // `active_rows`: rows each expert will really hold when the grid covers more (GemmProblem).
+  gpu::GemmModel gemm1_model(const std::vector<uint64_t>& rows_per_expert,
+                             const std::vector<uint64_t>& active_rows = {}) const;
   // Grouped GEMM2 (rows_e x F by F x H).
   gpu::GemmModel gemm2_model(const std::vector<uint64_t>& rows_per_expert) const;
   gpu::KernelSpec activation(int g, uint64_t rows) const;

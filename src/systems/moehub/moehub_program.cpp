@@ -89,7 +89,8 @@ void MoeHubSystemImpl::launch_layer(int g) {
   c.host(g).wait(experts, gated);
   const Activity waiting = v_.dam ? Activity::Communication : Activity::Polling;
   if (!h.regions.empty()) {
-    const gpu::GemmModel g1 = kernels_->gemm1_model(std::vector<uint64_t>(h.regions.size(), capacity_));
+    const gpu::GemmModel g1 =
+        kernels_->gemm1_model(std::vector<uint64_t>(h.regions.size(), capacity_), kernels_->local_expert_rows(g));
     gpu::KernelSpec gemm1;
     gemm1.name = "gemm1";
     gemm1.blocks = static_cast<uint32_t>(g1.tiles());
@@ -159,7 +160,10 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::routing_program(int g, uint
 // GEMM1 over the region capacity, M-tile-major across local experts (block -> m, expert, n).
 std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::gemm1_program(int g) {
   const size_t experts = gpus_[static_cast<size_t>(g)].regions.size();
-  const gpu::GemmModel model = kernels_->gemm1_model(std::vector<uint64_t>(experts, capacity_));
+  // Capacity-sized grid; the M-tiles beyond each expert's rows are retired unrun (DAM) or find
+  // nothing to do, so the weights are shared among the tiles that run.
+  const gpu::GemmModel model =
+      kernels_->gemm1_model(std::vector<uint64_t>(experts, capacity_), kernels_->local_expert_rows(g));
   return std::make_shared<gpu::FunctionProgram>([this, g, experts, model](gpu::BlockState& b) {
     const uint64_t m = b.block / (experts * tiles_n1_), li = b.block / tiles_n1_ % experts, n = b.block % tiles_n1_;
     HubRegion& r = gpus_[static_cast<size_t>(g)].regions[li];
