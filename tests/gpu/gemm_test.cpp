@@ -56,6 +56,18 @@ TEST(Gemm, TileCostsAndTraffic) {
   EXPECT_EQ(m.useful_flops(), 2ull * 256 * 256 * 4096);
 }
 
+// A capacity-sized grid (256 rows) over an expert that holds 100: only its first M-tile runs,
+// so that tile reads the whole weight panel (4096 x 128 x 2 B) instead of half of it.
+TEST(Gemm, WeightsAreSharedAmongTheMTilesThatRun) {
+  GemmProblem p{{256}, 256, 4096};
+  p.active_rows = {100};
+  GemmModel m(h800(), p);
+  ASSERT_EQ(m.tiles(), 4u);  // the grid still covers the capacity
+  EXPECT_EQ(m.tile(1).hbm_bytes, 524288u + 1048576u + 32768u);
+  GemmModel all(h800(), {{256}, 256, 4096});
+  EXPECT_EQ(all.tile(1).hbm_bytes, 524288u + 524288u + 32768u);
+}
+
 TEST(Gemm, KIsPaddedToTheKStep) {
   GemmModel m(h800(), {{128}, 128, 100});  // K = 100 runs as 128
   EXPECT_EQ(m.padded_k(), 128u);
