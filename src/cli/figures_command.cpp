@@ -88,6 +88,7 @@ int run_figures(const CliContext& ctx, const FiguresOptions& o) {
   const std::vector<FigureSpec> specs = load_figure_specs(experiments);
   if (specs.empty()) throw UserError("--experiments", fmt::format("no figure files in '{}'", experiments.string()));
   const std::vector<const FigureSpec*> chosen = select(specs, o.figures);
+  for (const FigureSpec* spec : chosen) require_sweep_systems(*spec);
 
   const fs::path out_dir(o.out);
   std::error_code ec;
@@ -107,7 +108,7 @@ int run_figures(const CliContext& ctx, const FiguresOptions& o) {
                                                      : fs::path(o.source_dir);
   for (const auto& s : all_systems()) context.registered_systems.push_back(s.name);
 
-  // Every (point, registered system) of every chosen sweep; unregistered systems are labelled.
+  // Every (point, system) of every chosen sweep.
   std::vector<RunRequest> requests;
   std::vector<std::tuple<std::string, size_t, size_t>> where;  // figure, point, system index
   for (const FigureSpec* spec : chosen) {
@@ -119,7 +120,6 @@ int run_figures(const CliContext& ctx, const FiguresOptions& o) {
     runs.cells.assign(runs.points.size(), std::vector<RunCell>(runs.systems.size()));
     for (size_t p = 0; p < runs.points.size(); ++p) {
       for (size_t s = 0; s < runs.systems.size(); ++s) {
-        if (!find_system(runs.systems[s])) continue;
         requests.push_back({runs.points[p], runs.systems[s]});
         where.emplace_back(spec->name, p, s);
       }

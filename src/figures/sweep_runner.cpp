@@ -4,6 +4,7 @@
 #include <chrono>
 #include <exception>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,6 +31,19 @@ struct Prepared {
 };
 
 }  // namespace
+
+void require_sweep_systems(const FigureSpec& spec) {
+  if (!spec.has_sweep()) return;
+  for (const bool quick : {false, true}) {
+    for (const std::string& name : spec.axes(quick).systems) {
+      if (find_system(name)) continue;
+      std::vector<std::string> known;
+      for (const auto& e : all_systems()) known.push_back(e.name);
+      throw UserError(spec.file.filename().string() + ": sweep.systems",
+                      fmt::format("unknown system '{}' (known: {})", name, fmt::join(known, ", ")));
+    }
+  }
+}
 
 void check_point_workload(const Config& config, const SweepPoint& point, const std::string& system) {
   try {

@@ -61,6 +61,10 @@ class SweepRunner {
   SweepSummary summary_;
 };
 
+// Every system a figure's sweep names (full and --quick) must be registered: UserError
+// "<file>: sweep.systems" naming the unknown one and the known ones.
+void require_sweep_systems(const FigureSpec& spec);
+
 // Checks the point's resources for `system` and builds its routed workload; a UserError is
 // re-raised naming the figure file and point.
 void check_point_workload(const Config& config, const SweepPoint& point, const std::string& system);

@@ -54,7 +54,7 @@ baseline = "ideal"
 models = ["mixtral-8x7b"]
 gpus = [2]
 tokens = [256, 512]
-systems = ["ideal", "no-such-system"]
+systems = ["ideal"]
 set = ["run.seed=3"]
 
 [sweep.quick]
@@ -151,17 +151,15 @@ TEST_F(FiguresCli, QuickWritesCsvImagesTableAndResults) {
   ASSERT_EQ(r.status, 0) << r.err;
   const fs::path out = dir_ / "out";
   const auto csv = lines(slurp(out / "tiny.csv"));
-  ASSERT_EQ(csv.size(), 3u) << slurp(out / "tiny.csv");  // header + 1 quick point x 2 systems
+  ASSERT_EQ(csv.size(), 2u) << slurp(out / "tiny.csv");  // header + 1 quick point x 1 system
   EXPECT_EQ(csv[0], "model,gpus,seq_length,tokens,imbalance_std,system,status,layer_us,e2e_ms,"
                     "routing_to_gemm1_us,speedup_over_ideal");
   EXPECT_EQ(csv[1].rfind("mixtral-8x7b,2,,256,0,ideal,ok,", 0), 0u) << csv[1];
   EXPECT_EQ(csv[1].substr(csv[1].rfind(',') + 1), "1");  // ideal over itself
-  EXPECT_EQ(csv[2], "mixtral-8x7b,2,,256,0,no-such-system,not implemented,,,,");
   for (const char* f : {"tiny.svg", "tiny.png", "tinytable.svg", "tinytable.png", "area.svg", "area.png"}) {
     EXPECT_GT(fs::file_size(out / f), 1000u) << f;
   }
   EXPECT_EQ(slurp(out / "tiny.png").substr(1, 3), "PNG");
-  EXPECT_NE(slurp(out / "tiny.svg").find("not implemented: no-such-system"), std::string::npos);
 
   const auto table = lines(slurp(out / "tinytable.csv"));
   ASSERT_EQ(table.size(), 4u);
@@ -195,7 +193,7 @@ TEST_F(FiguresCli, RerunUsesTheCacheAndTheFullSweepComputesOnlyNewPoints) {
   const Result full = figures({"tiny"});
   ASSERT_EQ(full.status, 0) << full.err;
   EXPECT_NE(full.err.find("1 runs computed, 1 cached, 0 unsupported, 0 failed"), std::string::npos) << full.err;
-  EXPECT_EQ(lines(slurp(dir_ / "out" / "tiny.csv")).size(), 5u);
+  EXPECT_EQ(lines(slurp(dir_ / "out" / "tiny.csv")).size(), 3u);  // header + 2 points x 1 system
   // A changed parameter is a different configuration: computed again.
   std::string changed = kTinyFigure;
   changed.replace(changed.find("run.seed=3"), 10, "run.seed=4");
@@ -222,13 +220,18 @@ TEST_F(FiguresCli, BadInput) {
   write(dir_ / "exp" / "tiny.toml", three);
   expect_bad_input({"--quick"}, "tiny.toml: sweep (mixtral-8x7b 3 GPUs 256 tokens): model.experts: 8 experts do not "
                                 "divide over 3 GPUs");
+  // A sweep over a system that does not exist is an error, not an empty row (issue 22).
+  std::string unknown = kTinyFigure;
+  unknown.replace(unknown.find("systems = [\"ideal\"]"), 19, "systems = [\"ideal\", \"no-such-system\"]");
+  write(dir_ / "exp" / "tiny.toml", unknown);
+  expect_bad_input({"--quick"}, "tiny.toml: sweep.systems: unknown system 'no-such-system' (known: ideal,");
   EXPECT_FALSE(fs::exists(dir_ / "out")) << "a failed start removes the folders it created";
 }
 
 TEST_F(FiguresCli, ValidateChecksFigureFiles) {
   Result r = moehub({"validate", (dir_ / "exp" / "tiny.toml").string()});
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("2 points resolved (1 in --quick); not implemented yet: no-such-system"), std::string::npos)
+  EXPECT_NE(r.out.find("2 points resolved (1 in --quick))"), std::string::npos)
       << r.out;
   write(dir_ / "exp" / "bad.toml", "[figure]\nkind = \"fig13\"\n[sweep]\nmodels = [\"nope\"]\ngpus = [2]\n"
                                    "tokens = [64]\nsystems = [\"ideal\"]\n");
