@@ -91,6 +91,16 @@ class DataAvailabilityManager {
     Group group;
   };
   std::vector<GroupSlot> groups_;
+
+ public:
+  // End-of-run conservation: every group signalled exactly once (ready, partly ready or retired).
+  bool every_group_signalled_once() const {
+    uint64_t unsignalled = 0;
+    for (const GroupSlot& s : groups_) unsignalled += s.group.signalled ? 0 : 1;
+    return unsignalled == 0 && releases_ + partial_releases_ + retired_ == groups_.size();
+  }
+
+ private:
   // The group the last ack counted toward (consecutive acks mostly feed one tile); cleared
   // whenever groups_ changes.
   uint32_t last_group_id_ = 0;

@@ -115,12 +115,15 @@ void Cluster::finish() {
     if (t.started && t.ended) log(l.gpu, l.what, *t.started, *t.ended);
   }
   network_->flush_trace();
+  if (checking()) check_conservation();
+}
+
+bool Cluster::checking() const {
 #ifdef NDEBUG
-  const bool always = false;
+  return config_.boolean("run.check");
 #else
-  const bool always = true;  // debug and sanitizer builds check every run
+  return true;  // debug and sanitizer builds check every run
 #endif
-  if (always || config_.boolean("run.check")) check_conservation();
 }
 
 void Cluster::check_conservation() const {

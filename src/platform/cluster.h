@@ -107,6 +107,8 @@ class Cluster {
   // naming it (a bug in moehub, exit 1).
   void finish();
   void check_conservation() const;
+  // Whether runs check conservation (run.check, or always in a debug build).
+  bool checking() const;
 
  private:
   struct Launched {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <exception>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -59,6 +60,10 @@ SystemOutcome run_one(const Config& config, const Workload& workload, const Syst
   std::unique_ptr<MoeSystem> system = entry.make(config);
   system->start(cluster);
   cluster.run_to_completion(entry.name);
+  if (cluster.checking()) {
+    const std::vector<std::string> v = system->conservation_violations(cluster);
+    if (!v.empty()) throw std::logic_error(fmt::format("conservation check failed in {}: {}", entry.name, fmt::join(v, "; ")));
+  }
   out.events = sim.events_executed();
   out.sim_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (int g = 0; g < cluster.gpus(); ++g) {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "config/param_registry.h"
@@ -21,6 +22,13 @@ class MoeSystem {
   virtual void start(Cluster& cluster) = 0;
   // System-specific results for the report (e.g. dropped tokens, hub counters); null if none.
   virtual nlohmann::json stats(Cluster& cluster) { (void)cluster; return nullptr; }
+  // After the run (with run.check, in debug builds and in the system tests): what the system's
+  // own conservation laws say went wrong (e.g. MoE-Hub: every row placed once, every DAM group
+  // signalled once); empty if nothing.
+  virtual std::vector<std::string> conservation_violations(Cluster& cluster) const {
+    (void)cluster;
+    return {};
+  }
   // Before anything is simulated (every chosen system is checked before the first runs):
   // throws UserError naming the parameter, and the size it would need, when this system's
   // hardware or tables cannot hold this workload.

@@ -72,6 +72,7 @@ TEST_F(DamTest, ReleasesExactlyAtTheThreshold) {
 
 TEST_F(DamTest, AllReadyReleasesThePartialTileAndRetiresEmptyGroups) {
   dam.add_tiling(tiling());
+  EXPECT_FALSE(dam.every_group_signalled_once());  // the end-of-run check sees four unsignalled groups
   // 9 rows arrive (rows 0-8): tiles 10 and 11 fill, tile 12 holds 1 of 4 rows, tile 13 none.
   dam.set_expected_total(9 * kRow);
   for (uint64_t r = 0; r < 9; ++r) {
@@ -97,6 +98,7 @@ TEST_F(DamTest, AllReadyReleasesThePartialTileAndRetiresEmptyGroups) {
   EXPECT_EQ(st["partial_releases"], 1);
   EXPECT_EQ(st["retired_groups"], 1);
   EXPECT_EQ(st["all_ready_ps"], 87000);
+  EXPECT_TRUE(dam.every_group_signalled_once());  // 2 ready + 1 partly ready + 1 retired = 4 groups
 }
 
 TEST_F(DamTest, ExpectedTotalReachedBeforeItIsKnownFiresWhenSet) {

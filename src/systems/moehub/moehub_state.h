@@ -95,6 +95,7 @@ class MoeHubSystemImpl final : public MoeSystem, public HubListener {
   MoeHubSystemImpl(const Config& config, MoeHubVariant variant);
   void start(Cluster& cluster) override;
   void check(const Config& config, const Workload& workload) const override;
+  std::vector<std::string> conservation_violations(Cluster& cluster) const override;
   nlohmann::json stats(Cluster& cluster) override;
   void on_landed(int g, const LandedWrite& w) override;
 

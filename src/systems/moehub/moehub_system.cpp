@@ -369,6 +369,21 @@ void MoeHubSystemImpl::functional_scaling(int g, int64_t first, int64_t last) {
   }
 }
 
+std::vector<std::string> MoeHubSystemImpl::conservation_violations(Cluster& cluster) const {
+  std::vector<std::string> v;
+  // Every routed row (local ones included) got exactly one LocalRowID at its destination.
+  uint64_t placed = 0;
+  for (int g = 0; g < cluster.gpus(); ++g) placed += fabric_->aau(g).stats()["rows_allocated"].get<uint64_t>();
+  const auto rows = static_cast<uint64_t>(cluster.workload().routing().rows());
+  if (placed != rows) v.push_back(fmt::format("{} rows placed by the AAUs for {} routed rows", placed, rows));
+  for (size_t g = 0; g < gpus_.size(); ++g) {
+    for (const auto* dam : {gpus_[g].dam_gemm1.get(), gpus_[g].dam_scaling.get()}) {
+      if (dam && !dam->every_group_signalled_once()) v.push_back(fmt::format("a DAM group of GPU {} was not signalled exactly once", g));
+    }
+  }
+  return v;
+}
+
 nlohmann::json MoeHubSystemImpl::stats(Cluster& cluster) {
   nlohmann::json hub = fabric_->stats();
   const nlohmann::json& aau = hub["aau"];
