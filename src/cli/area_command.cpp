@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 
+#include "config/run_params.h"
 #include "cli/command.h"
 #include "config/config_builder.h"
 #include "hub/area_model.h"
@@ -55,7 +56,7 @@ void add_area_command(CLI::App& app, CliContext& ctx) {
       const AreaEstimate e = estimate_area(HubConfig::from(cfg));
       if (o->format == "json") {
         nlohmann::json j = e.to_json();
-        j["hardware"] = cfg.string("run.hardware");
+        j["hardware"] = RunParams::from(cfg).hardware;
         std::cout << j.dump(2) << "\n";
       } else {
         print_table(e);

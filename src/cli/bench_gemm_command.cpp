@@ -81,7 +81,7 @@ int bench_gemm(const CliContext& ctx, BenchGemmOptions& o) {
                      {"tflops", tflops},
                      {"peak_tflops", peak},
                      {"efficiency", model.efficiency()},
-                     {"gemm_model", cfg.string("gpu.gemm_model")},
+                     {"gemm_model", gpu_cfg.gemm_model},
                      {"hbm_bytes", gpu.memory().bytes_served()}};
     if (const gpu::GemmMeasurement* p = model.calibration_point()) {
       j["calibration"] = {{"file", gpu_cfg.gemm_calibration->source()}, {"line", p->line}, {"groups", p->groups},
@@ -96,7 +96,7 @@ int bench_gemm(const CliContext& ctx, BenchGemmOptions& o) {
     std::cout << fmt::format("  {:<12}{}  ({}x{}x{}, {:.2f} waves)\n", "tiles", model.tiles(), gpu_cfg.gemm_tile.m,
                              gpu_cfg.gemm_tile.n, gpu_cfg.gemm_tile.k, waves);
     std::cout << fmt::format("  {:<12}{}\n", "hbm_bytes", gpu.memory().bytes_served());
-    std::cout << fmt::format("  {:<12}{:.3f}  ({})\n", "efficiency", model.efficiency(), cfg.string("gpu.gemm_model"));
+    std::cout << fmt::format("  {:<12}{:.3f}  ({})\n", "efficiency", model.efficiency(), gpu_cfg.gemm_model);
     if (const gpu::GemmMeasurement* p = model.calibration_point()) {
       std::cout << fmt::format("  {:<12}{}:{} ({} x {} x {} x {} groups, {:.3f} us)\n", "calibration",
                                gpu_cfg.gemm_calibration->source(), p->line, p->m, p->n, p->k, p->groups, p->time.us());

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 
+#include "config/run_params.h"
 #include "cli/command.h"
 #include "config/config_builder.h"
 #include "net/collectives.h"
@@ -63,7 +64,7 @@ int bench_net(const CliContext& ctx, BenchNetOptions& o) {
   flag(o.fidelity, "net.fidelity", "--fidelity");
   const uint64_t bytes = parse_bytes_flag(o.bytes);
   const Config cfg = build_config(ctx.catalog(), *ctx.registry, o.request);
-  const int gpus = static_cast<int>(cfg.integer("run.gpus"));
+  const int gpus = static_cast<int>(RunParams::from(cfg).gpus);
   if (gpus < 2) throw UserError(o.gpus.empty() ? "run.gpus" : "--gpus", fmt::format("pattern {} needs at least 2 GPUs", o.pattern));
   const NetConfig net_cfg = NetConfig::from(cfg, gpus);
   // The packet model costs an event or two per packet: refuse what would run for hours.
@@ -93,7 +94,7 @@ int bench_net(const CliContext& ctx, BenchNetOptions& o) {
 
   nlohmann::json r;
   r["pattern"] = o.pattern;
-  r["fidelity"] = cfg.string("net.fidelity");
+  r["fidelity"] = net_cfg.fidelity == NetFidelity::Flow ? "flow" : "packet";
   r["gpus"] = gpus;
   r["bytes_per_sender"] = bytes;
   r["time_ps"] = finish.ps();

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "config/run_params.h"
 #include "cli/command.h"
 #include "platform/resource_estimate.h"
 #include "config/config_builder.h"
@@ -41,7 +42,7 @@ int run(const CliContext& ctx, RunOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
   const Config cfg = build_config(ctx.catalog(), *ctx.registry, request);
-  const std::vector<const SystemEntry*> systems = select_systems(cfg.string("run.systems"));
+  const std::vector<const SystemEntry*> systems = select_systems(RunParams::from(cfg).systems);
   // The routed workload of the simulated layer (bad shapes, placements or traces fail here).
   const ModelShape model = ModelShape::from(cfg);
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
@@ -57,7 +58,7 @@ int run(const CliContext& ctx, RunOptions& o) {
 
   ExperimentOptions options;
   options.trace = trace.has_value();
-  options.functional = cfg.boolean("run.functional");
+  options.functional = RunParams::from(cfg).functional;
   options.threads = std::max(1u, std::thread::hardware_concurrency());
   std::vector<SystemOutcome> outcomes = run_experiment(cfg, workload, systems, options);
 

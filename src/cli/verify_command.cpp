@@ -8,6 +8,7 @@
 #include <memory>
 #include <thread>
 
+#include "config/run_params.h"
 #include "cli/command.h"
 #include "platform/resource_estimate.h"
 #include "config/config_builder.h"
@@ -30,7 +31,7 @@ int verify(const CliContext& ctx, const VerifyOptions& o) {
   request.config_files.insert(request.config_files.begin(), "verify");
   request.flags.push_back({"run.functional", "true", "verify"});
   const Config cfg = build_config(ctx.catalog(), *ctx.registry, request);
-  const std::vector<const SystemEntry*> systems = select_systems(cfg.string("run.systems"));
+  const std::vector<const SystemEntry*> systems = select_systems(RunParams::from(cfg).systems);
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   check_resources(cfg, ModelShape::from(cfg), systems, static_cast<unsigned>(std::min<size_t>(threads, systems.size())));
   const Workload workload = Workload::build(WorkloadConfig::from(cfg), ModelShape::from(cfg));

@@ -40,6 +40,8 @@ ParamSpec& ParamRegistry::add(std::string path, ParamType type, std::string desc
   return s;
 }
 
+void ParamRegistry::add(const ParamSpec& spec) { add(spec.path, spec.type, spec.description) = spec; }
+
 ParamSpec& ParamRegistry::integer(std::string p, std::string d) { return add(std::move(p), ParamType::Integer, std::move(d)); }
 ParamSpec& ParamRegistry::real(std::string p, std::string d) { return add(std::move(p), ParamType::Real, std::move(d)); }
 ParamSpec& ParamRegistry::boolean(std::string p, std::string d) { return add(std::move(p), ParamType::Boolean, std::move(d)); }

@@ -23,6 +23,8 @@ class ParamRegistry {
   ParamSpec& frequency(std::string path, std::string description);
   ParamSpec& bytes(std::string path, std::string description);
   ParamSpec& integer_list(std::string path, std::string description);
+  // Declares a spec built elsewhere (a ParamTable's descriptor).
+  void add(const ParamSpec& spec);
 
   const ParamSpec* find(const std::string& path) const;
   // True if `prefix` names a section (some parameter lives below it).

@@ -1,3 +1,4 @@
+#include "config/run_params.h"
 #include "figures/sweep_runner.h"
 
 #include <atomic>
@@ -157,7 +158,7 @@ std::vector<RunOutcome> SweepRunner::run(const std::vector<RunRequest>& requests
       // Comparisons between systems are the figures' job; one run has nothing to compare.
       o.result.erase("moehub_speedup");
       o.result.erase("fraction_of_ideal");
-      o.moe_flops = static_cast<double>(cfg.integer("run.tokens")) *
+      o.moe_flops = static_cast<double>(RunParams::from(cfg).tokens) *
                     (static_cast<double>(model.top_k()) * static_cast<double>(model.expert_flops_per_row()) +
                      static_cast<double>(model.router_flops_per_token()));
       cache_.store(o.key, {{"result", o.result}, {"moe_flops", o.moe_flops}, {"point", req.point.label()}},

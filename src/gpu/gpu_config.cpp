@@ -4,12 +4,12 @@
 #include <filesystem>
 #include <fmt/format.h>
 
+#include "config/param_table.h"
+#include "gpu/gpu_params.h"
 #include "sim/error.h"
 
 namespace moehub::gpu {
 namespace {
-
-uint32_t u32(const Config& c, const char* key) { return c.integer_u32(key); }
 
 void require(bool ok, const char* key, const std::string& reason) {
   if (!ok) throw UserError(key, reason);
@@ -22,36 +22,124 @@ uint64_t scale(uint64_t value, double fraction) {
 
 }  // namespace
 
+namespace {
+
+ParamTable<GpuConfig> gpu_table() {
+  ParamTable<GpuConfig> t;
+  t.string("gpu.name", &GpuConfig::name, "GPU product modelled");
+  t.integer("gpu.sm_count", &GpuConfig::sm_count, "Streaming multiprocessors per GPU")
+      .at_least(1)
+      .at_most(1024)
+      .in_unit("SMs");
+  t.frequency("gpu.clock", &GpuConfig::clock, "SM clock used for cycle-denominated costs").positive();
+  t.bandwidth("gpu.hbm_bandwidth", &GpuConfig::hbm_bandwidth, "Peak HBM bandwidth (datasheet)").positive();
+
+  // Memory: one processor-shared resource for all traffic (kernels, arriving writes, polls).
+  t.real("gpu.hbm_efficiency", &GpuConfig::hbm_efficiency,
+         "Achievable fraction of peak HBM bandwidth (STREAM-like copy)")
+      .positive()
+      .at_most(1)
+      .in_unit("fraction");
+
+  // Tensor throughput: per SM, per tensor clock; peak = sm_count x flops x clock.
+  t.integer("gpu.tensor_flops_per_clock", &GpuConfig::tensor_flops_per_clock, "Dense BF16 tensor FLOPs per SM per clock")
+      .at_least(1)
+      .at_most(1 << 20)
+      .in_unit("FLOP/clk");
+  t.frequency("gpu.tensor_clock", &GpuConfig::tensor_clock, "Clock behind the dense tensor rating").positive();
+  t.real("gpu.gemm_efficiency", &GpuConfig::gemm_efficiency, "Sustained fraction of tensor peak for a full GEMM tile")
+      .positive()
+      .at_most(1)
+      .in_unit("fraction");
+  t.choice("gpu.gemm_model", &GpuConfig::gemm_model, {"datasheet", "calibrated"},
+           "GEMM tile speed: datasheet peak x gpu.gemm_efficiency, or measured (gpu.gemm_calibration)");
+  t.string("gpu.gemm_calibration", &GpuConfig::gemm_calibration_file,
+           "Measured GEMM timings for gpu.gemm_model = calibrated (scripts/calibrate-gpu.sh)");
+  const auto tile = [](auto member) { return [member](GpuConfig& g) -> uint32_t& { return g.gemm_tile.*member; }; };
+  t.integer("gpu.gemm_tile_m", tile(&GemmTileShape::m), "GEMM thread-block tile rows (BM)").at_least(1).in_unit("elements");
+  t.integer("gpu.gemm_tile_n", tile(&GemmTileShape::n), "GEMM thread-block tile columns (BN)").at_least(1).in_unit("elements");
+  t.integer("gpu.gemm_tile_k", tile(&GemmTileShape::k), "GEMM K step (BK); K is padded to a multiple of it")
+      .at_least(1)
+      .in_unit("elements");
+  t.integer("gpu.gemm_threads_per_block", &GpuConfig::gemm_threads_per_block, "Threads of one GEMM thread block")
+      .at_least(1)
+      .in_unit("threads");
+  t.integer("gpu.gemm_blocks_per_sm", &GpuConfig::gemm_blocks_per_sm,
+            "Resident GEMM thread blocks per SM (shared-memory pipeline fills the SM)")
+      .at_least(1)
+      .in_unit("blocks");
+
+  // Occupancy limits of one SM.
+  t.integer("gpu.max_blocks_per_sm", &GpuConfig::max_blocks_per_sm, "Resident thread blocks per SM (hardware limit)")
+      .at_least(1)
+      .in_unit("blocks");
+  t.integer("gpu.max_threads_per_sm", &GpuConfig::max_threads_per_sm, "Resident threads per SM")
+      .at_least(1)
+      .in_unit("threads");
+  t.bytes("gpu.shared_memory_per_sm", &GpuConfig::shared_memory_per_sm,
+          "Shared memory per SM available to thread blocks")
+      .positive();
+  t.integer("gpu.registers_per_sm", &GpuConfig::registers_per_sm, "32-bit registers per SM")
+      .at_least(1)
+      .in_unit("registers");
+
+  // Stores to peers leave an SM at most this fast (bytes per SM clock).
+  t.integer("gpu.sm_store_bytes_per_clock", &GpuConfig::sm_store_bytes_per_clock,
+            "Load/store bytes one SM can issue per clock")
+      .at_least(1)
+      .at_most(1 << 20)
+      .in_unit("B/clk");
+  t.bytes("gpu.store_staging_bytes", &GpuConfig::store_staging_bytes,
+          "Remote-store bytes the SM-to-hub path holds before stores back-pressure the SMs")
+      .positive();
+
+  // Launch and stream costs on the GPU side.
+  t.time("gpu.launch_gap", &GpuConfig::launch_gap,
+         "GPU-side latency from a kernel becoming eligible to its first thread block");
+  t.time("gpu.event_wait_latency", &GpuConfig::event_wait_latency,
+         "Latency of a cross-stream event wait after the event fires");
+
+  // Polling a signal in device memory.
+  t.time("gpu.poll_latency", &GpuConfig::poll_latency, "Latency of one flag load (an L2 round trip)");
+  t.time("gpu.poll_sleep", &GpuConfig::poll_sleep, "Sleep between polls (__nanosleep)");
+  t.bytes("gpu.poll_bytes", &GpuConfig::poll_bytes, "Memory traffic of one poll").positive();
+
+  t.integer("gpu.trace_sm_group", &GpuConfig::trace_sm_group, "SMs per timeline track (presentation only)")
+      .at_least(1)
+      .in_unit("SMs");
+  return t;
+}
+
+ParamTable<HostConfig> host_table() {
+  ParamTable<HostConfig> t;
+  t.time("host.issue_cost", &HostConfig::issue_cost, "CPU time to issue one stream command (kernel launch, event, copy)");
+  t.time("host.sync_wakeup", &HostConfig::sync_wakeup,
+         "Host wake-up after the stream it waits on drains (cudaStreamSynchronize)");
+  t.time("host.d2h_latency", &HostConfig::d2h_latency, "Fixed latency of a small device-to-host copy");
+  t.bandwidth("host.d2h_bandwidth", &HostConfig::d2h_bandwidth, "Device-to-host copy bandwidth (PCIe, one direction)")
+      .positive();
+  t.time("host.framework_op_cost", &HostConfig::framework_op_cost,
+         "Host time of one eager framework op (Python, the PyTorch dispatcher, autograd bookkeeping) beyond its raw "
+         "kernel launch (host.issue_cost)")
+      .at_least(0);
+  t.time("host.nccl_call_cost", &HostConfig::nccl_call_cost,
+         "Host time of one NCCL group call from the framework (torch.distributed or ncclGroupStart..End) beyond "
+         "its kernel launch")
+      .at_least(0);
+  return t;
+}
+
+}  // namespace
+
 GpuConfig GpuConfig::from(const Config& c) {
   GpuConfig g;
-  g.name = c.string("gpu.name");
-  g.sm_count = u32(c, "gpu.sm_count");
-  g.clock = c.frequency("gpu.clock");
-  g.hbm_bandwidth = c.bandwidth("gpu.hbm_bandwidth");
-  g.hbm_efficiency = c.real("gpu.hbm_efficiency");
-  g.tensor_flops_per_clock = static_cast<uint64_t>(c.integer("gpu.tensor_flops_per_clock"));
-  g.tensor_clock = c.frequency("gpu.tensor_clock");
-  g.gemm_efficiency = c.real("gpu.gemm_efficiency");
-  if (c.string("gpu.gemm_model") == "calibrated") {
-    const std::string file = c.string("gpu.gemm_calibration");
+  gpu_table().read(c, g);
+  if (g.gemm_model == "calibrated") {
+    const std::string& file = g.gemm_calibration_file;
     if (file.empty()) throw UserError("gpu.gemm_calibration", "must name a file when gpu.gemm_model = \"calibrated\"");
     if (!std::filesystem::is_regular_file(file)) throw UserError("gpu.gemm_calibration", fmt::format("no such file '{}'", file));
     g.gemm_calibration = std::make_shared<const GemmCalibration>(GemmCalibration::load(file));
   }
-  g.gemm_tile = {u32(c, "gpu.gemm_tile_m"), u32(c, "gpu.gemm_tile_n"), u32(c, "gpu.gemm_tile_k")};
-  g.gemm_threads_per_block = u32(c, "gpu.gemm_threads_per_block");
-  g.gemm_blocks_per_sm = u32(c, "gpu.gemm_blocks_per_sm");
-  g.max_blocks_per_sm = u32(c, "gpu.max_blocks_per_sm");
-  g.max_threads_per_sm = u32(c, "gpu.max_threads_per_sm");
-  g.shared_memory_per_sm = c.bytes("gpu.shared_memory_per_sm");
-  g.registers_per_sm = u32(c, "gpu.registers_per_sm");
-  g.sm_store_bytes_per_clock = static_cast<uint64_t>(c.integer("gpu.sm_store_bytes_per_clock"));
-  g.launch_gap = c.time("gpu.launch_gap");
-  g.event_wait_latency = c.time("gpu.event_wait_latency");
-  g.poll_latency = c.time("gpu.poll_latency");
-  g.poll_sleep = c.time("gpu.poll_sleep");
-  g.poll_bytes = c.bytes("gpu.poll_bytes");
-  g.trace_sm_group = u32(c, "gpu.trace_sm_group");
   g.validate();
   return g;
 }
@@ -103,12 +191,7 @@ Bandwidth GpuConfig::sm_store_bandwidth() const {
 
 HostConfig HostConfig::from(const Config& c) {
   HostConfig h;
-  h.issue_cost = c.time("host.issue_cost");
-  h.sync_wakeup = c.time("host.sync_wakeup");
-  h.d2h_latency = c.time("host.d2h_latency");
-  h.d2h_bandwidth = c.bandwidth("host.d2h_bandwidth");
-  h.framework_op_cost = c.time("host.framework_op_cost");
-  h.nccl_call_cost = c.time("host.nccl_call_cost");
+  host_table().read(c, h);
   h.validate();
   return h;
 }
@@ -123,3 +206,10 @@ void HostConfig::validate() const {
 }
 
 }  // namespace moehub::gpu
+
+namespace moehub {
+
+void declare_gpu_params(ParamRegistry& r) { gpu::gpu_table().declare(r); }
+void declare_host_params(ParamRegistry& r) { gpu::host_table().declare(r); }
+
+}  // namespace moehub

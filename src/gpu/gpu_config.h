@@ -30,6 +30,8 @@ struct GpuConfig {
   uint64_t tensor_flops_per_clock = 0;  // per SM
   Frequency tensor_clock;
   double gemm_efficiency = 1.0;
+  std::string gemm_model = "datasheet";  // or "calibrated"
+  std::string gemm_calibration_file;
   // Set (gpu.gemm_model = "calibrated"): GEMMs take their efficiency from these measurements
   // instead of gemm_efficiency. Shared: every GEMM of the run reads the same table.
   std::shared_ptr<const GemmCalibration> gemm_calibration;
@@ -43,6 +45,7 @@ struct GpuConfig {
   uint32_t registers_per_sm = 0;
 
   uint64_t sm_store_bytes_per_clock = 0;
+  uint64_t store_staging_bytes = 0;  // remote-store bytes staged before the SMs back-pressure
 
   Time launch_gap;
   Time event_wait_latency;

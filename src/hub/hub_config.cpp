@@ -2,44 +2,124 @@
 
 #include <fmt/format.h>
 
+#include "config/param_table.h"
+#include "hub/hub_params.h"
 #include "sim/error.h"
 
 namespace moehub {
 namespace {
 
-uint32_t u32(const Config& c, const char* key) { return c.integer_u32(key); }
+template <class Unit, class M>
+auto in(Unit HubConfig::*unit, M member) {
+  return [unit, member](HubConfig& h) -> auto& { return (h.*unit).*member; };
+}
 
-}  // namespace
+ParamTable<HubConfig> hub_table() {
+  ParamTable<HubConfig> t;
+  t.frequency("hub.clock", &HubConfig::clock, "Clock of the hub's structures; hub latencies are counted in its cycles")
+      .positive();
+  t.integer("hub.address_bits", &HubConfig::address_bits, "Width of a device address held in hub tables")
+      .range(16, 64)
+      .in_unit("bits");
 
-AauConfig AauConfig::from(const Config& c) {
-  AauConfig a;
-  a.clock = c.frequency("hub.clock");
-  a.rat_entries = u32(c, "hub.rat.entries");
-  a.rat_banks = u32(c, "hub.rat.banks");
-  a.rat_ports_per_bank = u32(c, "hub.rat.ports_per_bank");
-  a.rat_lookup_cycles = u32(c, "hub.rat.lookup_cycles");
-  a.apt_entries = u32(c, "hub.apt.entries");
-  a.apt_cycles = u32(c, "hub.apt.cycles");
-  a.row_id_bits = u32(c, "hub.rat.row_id_bits");
-  a.local_row_id_bits = u32(c, "hub.rat.local_row_id_bits");
-  a.row_offset_bits = u32(c, "hub.rat.row_offset_bits");
-  a.spill_entry_bytes = c.bytes("hub.rat.spill_entry_bytes");
+  const auto aau = [](auto m) { return in(&HubConfig::aau, m); };
+  t.integer("hub.rat.entries", aau(&AauConfig::rat_entries),
+            "Row Allocation Table entries ((MallocID, RowID) -> LocalRowID mappings cached)")
+      .at_least(1)
+      .in_unit("entries");
+  t.integer("hub.rat.banks", aau(&AauConfig::rat_banks), "Row Allocation Table banks (independent SRAM arrays)")
+      .at_least(1)
+      .in_unit("banks");
+  t.integer("hub.rat.ports_per_bank", aau(&AauConfig::rat_ports_per_bank), "Accesses one RAT bank serves per hub cycle")
+      .at_least(1)
+      .in_unit("ports");
+  t.integer("hub.rat.lookup_cycles", aau(&AauConfig::rat_lookup_cycles), "RAT access latency (lookup or fill)")
+      .at_least(0)
+      .in_unit("cycles");
+  t.integer("hub.rat.row_id_bits", aau(&AauConfig::row_id_bits), "Width of the RowID field of st.rowsp")
+      .range(1, 63)
+      .in_unit("bits");
+  t.integer("hub.rat.local_row_id_bits", aau(&AauConfig::local_row_id_bits),
+            "Width of a LocalRowID (bounds a region's capacity)")
+      .range(1, 63)
+      .in_unit("bits");
+  t.integer("hub.rat.row_offset_bits", aau(&AauConfig::row_offset_bits),
+            "Width of the RowOffset field of st.rowsp (bounds a region's row size)")
+      .range(1, 63)
+      .in_unit("bits");
+  t.bytes("hub.rat.spill_entry_bytes", aau(&AauConfig::spill_entry_bytes),
+          "Device-memory traffic of spilling or restoring one RAT mapping")
+      .positive()
+      .at_most(65536);
+
+  t.integer("hub.apt.entries", aau(&AauConfig::apt_entries), "Allocation Pointer Table entries (live rowspMalloc regions per GPU)")
+      .range(1, 65536)
+      .in_unit("regions");
+  t.integer("hub.apt.cycles", aau(&AauConfig::apt_cycles), "APT lookup-and-increment latency").at_least(0).in_unit("cycles");
+
+  const auto rpm = [](auto m) { return in(&HubConfig::rpm, m); };
+  t.integer("hub.rpm.partitions", rpm(&RpmConfig::partitions), "Remote-write buffer partitions (peers the RPM can serve)")
+      .range(1, 65536)
+      .in_unit("peers");
+  t.integer("hub.rpm.entries_per_peer", rpm(&RpmConfig::entries_per_peer), "Remote-write buffer entries per peer partition")
+      .range(1, 1073741823)
+      .in_unit("entries");
+  t.bytes("hub.rpm.entry_bytes", rpm(&RpmConfig::entry_bytes), "Bytes one buffer entry (one packet payload) holds")
+      .positive()
+      .at_most(1 << 24);
+  t.bytes("hub.rpm.mask_granule_bytes", rpm(&RpmConfig::mask_granule_bytes),
+          "Bytes covered by one bit of an entry's validity mask")
+      .positive()
+      .at_most(1 << 24);
+  t.time("hub.rpm.timer_bypass", rpm(&RpmConfig::timer_bypass), "Age after which a partly merged entry is sent anyway (0ns: no bypass)");
+  t.integer("hub.rpm.issue_cycles", rpm(&RpmConfig::issue_cycles), "Hub cycles between two packets emitted by the scheduler")
+      .at_least(1)
+      .in_unit("cycles");
+
+  const auto dam = [](auto m) { return in(&HubConfig::dam, m); };
+  t.integer("hub.dam.table_entries", dam(&DamConfig::table_entries), "Dependency Table entries (address range -> TB group)")
+      .at_least(1)
+      .in_unit("entries");
+  t.integer("hub.dam.counter_bits", dam(&DamConfig::counter_bits), "Width of a TB status counter and of its threshold")
+      .range(1, 63)
+      .in_unit("bits");
+  t.integer("hub.dam.global_counter_bits", dam(&DamConfig::global_counter_bits),
+            "Width of the global counter and its expected total")
+      .range(1, 63)
+      .in_unit("bits");
+  t.integer("hub.dam.lookup_cycles", dam(&DamConfig::lookup_cycles),
+            "Dependency Table range lookup and counter update latency")
+      .at_least(0)
+      .in_unit("cycles");
+
+  const auto area = [](auto m) { return in(&HubConfig::area, m); };
+  t.integer("hub.area.technology_nm", area(&AreaConfig::technology_nm), "Technology node of the area estimate")
+      .positive()
+      .in_unit("nm");
+  t.real("hub.area.sram_mbit_per_mm2", area(&AreaConfig::sram_mbit_per_mm2), "Single-port SRAM macro density incl. periphery")
+      .positive()
+      .in_unit("Mbit/mm^2");
+  t.real("hub.area.dual_port_factor", area(&AreaConfig::dual_port_factor),
+         "Area per bit of dual-port SRAM relative to single-port")
+      .at_least(1)
+      .in_unit("ratio");
+  t.real("hub.area.cam_factor", area(&AreaConfig::cam_factor), "Area per bit of binary CAM relative to single-port SRAM")
+      .at_least(1)
+      .in_unit("ratio");
+  t.real("hub.area.gpu_die_mm2", area(&AreaConfig::gpu_die_mm2), "GPU die area the overhead is compared with")
+      .positive()
+      .in_unit("mm^2");
+  return t;
+}
+
+void check_aau(const AauConfig& a) {
   if (a.rat_banks > a.rat_entries) {
     throw UserError("hub.rat.banks", fmt::format("{} banks for {} entries: every bank needs an entry", a.rat_banks,
                                                  a.rat_entries));
   }
-  return a;
 }
 
-RpmConfig RpmConfig::from(const Config& c) {
-  RpmConfig r;
-  r.clock = c.frequency("hub.clock");
-  r.partitions = u32(c, "hub.rpm.partitions");
-  r.entries_per_peer = u32(c, "hub.rpm.entries_per_peer");
-  r.entry_bytes = static_cast<uint32_t>(c.bytes("hub.rpm.entry_bytes"));
-  r.mask_granule_bytes = static_cast<uint32_t>(c.bytes("hub.rpm.mask_granule_bytes"));
-  r.timer_bypass = c.time("hub.rpm.timer_bypass");
-  r.issue_cycles = u32(c, "hub.rpm.issue_cycles");
+void check_rpm(const RpmConfig& r) {
   if (r.entry_bytes % r.mask_granule_bytes != 0) {
     throw UserError("hub.rpm.mask_granule_bytes",
                     fmt::format("{} B does not divide hub.rpm.entry_bytes ({} B)", r.mask_granule_bytes, r.entry_bytes));
@@ -49,36 +129,18 @@ RpmConfig RpmConfig::from(const Config& c) {
                                                               r.entry_bytes / r.mask_granule_bytes));
   }
   if (r.timer_bypass < Time::zero()) throw UserError("hub.rpm.timer_bypass", "must not be negative");
-  return r;
 }
 
-DamConfig DamConfig::from(const Config& c) {
-  DamConfig d;
-  d.clock = c.frequency("hub.clock");
-  d.table_entries = u32(c, "hub.dam.table_entries");
-  d.counter_bits = u32(c, "hub.dam.counter_bits");
-  d.global_counter_bits = u32(c, "hub.dam.global_counter_bits");
-  d.lookup_cycles = u32(c, "hub.dam.lookup_cycles");
-  return d;
-}
+}  // namespace
 
-AreaConfig AreaConfig::from(const Config& c) {
-  AreaConfig a;
-  a.technology_nm = u32(c, "hub.area.technology_nm");
-  a.sram_mbit_per_mm2 = c.real("hub.area.sram_mbit_per_mm2");
-  a.dual_port_factor = c.real("hub.area.dual_port_factor");
-  a.cam_factor = c.real("hub.area.cam_factor");
-  a.gpu_die_mm2 = c.real("hub.area.gpu_die_mm2");
-  return a;
-}
+void declare_hub_params(ParamRegistry& r) { hub_table().declare(r); }
 
 HubConfig HubConfig::from(const Config& c) {
   HubConfig h;
-  h.address_bits = u32(c, "hub.address_bits");
-  h.aau = AauConfig::from(c);
-  h.rpm = RpmConfig::from(c);
-  h.dam = DamConfig::from(c);
-  h.area = AreaConfig::from(c);
+  hub_table().read(c, h);
+  h.aau.clock = h.rpm.clock = h.dam.clock = h.clock;
+  check_aau(h.aau);
+  check_rpm(h.rpm);
   return h;
 }
 

@@ -22,7 +22,6 @@ struct AauConfig {
   uint32_t local_row_id_bits = 20;   // region capacities must fit
   uint32_t row_offset_bits = 16;     // region row sizes must fit
   uint64_t spill_entry_bytes = 32;   // memory traffic per spill or restore of one mapping
-  static AauConfig from(const Config& c);
 };
 
 struct RpmConfig {
@@ -33,7 +32,6 @@ struct RpmConfig {
   uint32_t mask_granule_bytes = 4;   // bytes per validity bit
   Time timer_bypass = Time::zero();  // zero: no bypass
   uint32_t issue_cycles = 1;         // cycles between emitted packets
-  static RpmConfig from(const Config& c);
 };
 
 struct DamConfig {
@@ -42,7 +40,6 @@ struct DamConfig {
   uint32_t counter_bits = 24;
   uint32_t global_counter_bits = 40;
   uint32_t lookup_cycles = 0;
-  static DamConfig from(const Config& c);
 };
 
 struct AreaConfig {
@@ -51,10 +48,10 @@ struct AreaConfig {
   double dual_port_factor = 2.0;
   double cam_factor = 2.0;
   double gpu_die_mm2 = 814.0;
-  static AreaConfig from(const Config& c);
 };
 
 struct HubConfig {
+  Frequency clock;  // copied into each unit's clock
   uint32_t address_bits = 49;
   AauConfig aau;
   RpmConfig rpm;

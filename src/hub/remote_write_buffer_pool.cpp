@@ -30,12 +30,25 @@ RemoteWriteBufferPool::RemoteWriteBufferPool(const RpmConfig& config, uint32_t p
   if (cfg_.entries_per_peer >= (1u << kSlotBits)) throw std::logic_error("RemoteWriteBufferPool: too many entries per peer");
   granules_ = cfg_.entry_bytes / cfg_.mask_granule_bytes;
   full_mask_ = granules_ == 64 ? ~uint64_t{0} : (uint64_t{1} << granules_) - 1;
-  const size_t index_size = std::bit_ceil(static_cast<size_t>(cfg_.entries_per_peer) * 2);
-  for (Partition& p : parts_) {
-    p.index.assign(index_size, 0);
-    p.slots.resize(cfg_.entries_per_peer);
-    for (uint32_t s = cfg_.entries_per_peer; s-- > 0;) p.free.push_back(s);
+  // The index starts small and doubles with the live entries (at most half full), up to the
+  // size the configured entries need.
+  const size_t index_size = std::min<size_t>(std::bit_ceil(static_cast<size_t>(cfg_.entries_per_peer) * 2), 256);
+  for (Partition& p : parts_) p.index.assign(index_size, 0);
+}
+
+uint32_t RemoteWriteBufferPool::available(const Partition& p) const {
+  return static_cast<uint32_t>(p.free.size()) + cfg_.entries_per_peer - static_cast<uint32_t>(p.slots.size());
+}
+
+// Released slots first (the most recently released), then the lowest never-used one.
+uint32_t RemoteWriteBufferPool::take_slot(Partition& p) {
+  if (!p.free.empty()) {
+    const uint32_t s = p.free.back();
+    p.free.pop_back();
+    return s;
   }
+  p.slots.emplace_back();
+  return static_cast<uint32_t>(p.slots.size() - 1);
 }
 
 uint32_t RemoteWriteBufferPool::find(const Partition& p, const Key& key) const {
@@ -48,6 +61,18 @@ uint32_t RemoteWriteBufferPool::find(const Partition& p, const Key& key) const {
 }
 
 void RemoteWriteBufferPool::index_insert(Partition& p, const Key& key, uint32_t slot) {
+  const size_t live = p.slots.size() - p.free.size();  // includes `slot`
+  if (live * 2 > p.index.size()) {
+    std::vector<uint32_t> old(p.index.size() * 2, 0);
+    old.swap(p.index);
+    const size_t grown = p.index.size() - 1;
+    for (const uint32_t v : old) {
+      if (v == 0) continue;
+      size_t i = KeyHash{}(p.slots[v - 1].key) & grown;
+      while (p.index[i] != 0) i = (i + 1) & grown;
+      p.index[i] = v;
+    }
+  }
   const size_t mask = p.index.size() - 1;
   size_t i = KeyHash{}(key) & mask;
   while (p.index[i] != 0) i = (i + 1) & mask;
@@ -113,7 +138,7 @@ bool RemoteWriteBufferPool::try_insert(uint32_t peer, const RemoteStore& s, Time
     pieces.push_back(Piece{key, mask, slot});
     at = line_end;
   }
-  if (new_entries > p.free.size()) return false;
+  if (new_entries > available(p)) return false;
 
   ++stores_;
   for (const Piece& piece : pieces) {
@@ -121,8 +146,7 @@ bool RemoteWriteBufferPool::try_insert(uint32_t peer, const RemoteStore& s, Time
     if (slot != kNoSlot) {
       ++merges_;
     } else {
-      slot = p.free.back();
-      p.free.pop_back();
+      slot = take_slot(p);
       ++buffered_;
       Entry& e = p.slots[slot];
       e = Entry{piece.key, 0, 0, now, next_seq_++, true, false};
@@ -219,7 +243,7 @@ void RemoteWriteBufferPool::flush() {
 }
 
 uint32_t RemoteWriteBufferPool::free_entries(uint32_t peer) const {
-  return static_cast<uint32_t>(parts_[peer].free.size());
+  return available(parts_[peer]);
 }
 
 }  // namespace moehub

@@ -94,6 +94,8 @@ class RemoteWriteBufferPool {
     uint32_t slot;  // its entry, or kNoSlot for a new one
   };
   struct Partition {
+    // Slots are created on first use, up to entries_per_peer, so that a large configured
+    // buffer costs this program only what the run touches; `free` holds released slots.
     std::vector<Entry> slots;
     std::vector<uint32_t> free;
     // Open addressing with linear probing over slot + 1 (0: empty), at most half full: a
@@ -108,6 +110,8 @@ class RemoteWriteBufferPool {
   static constexpr uint32_t kNoSlot = UINT32_MAX;
   uint32_t find(const Partition& p, const Key& key) const;
   void index_insert(Partition& p, const Key& key, uint32_t slot);
+  uint32_t available(const Partition& p) const;
+  uint32_t take_slot(Partition& p);
   void index_erase(Partition& p, const Key& key);
   Order order_of(const Entry& e, uint32_t slot) const;
   void make_ready(Partition& p, uint32_t slot);

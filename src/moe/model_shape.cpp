@@ -2,15 +2,84 @@
 
 #include <fmt/format.h>
 
+#include "config/param_table.h"
+#include "moe/moe_params.h"
 #include "sim/error.h"
 
 namespace moehub {
 namespace {
 
-int64_t dtype_size(const std::string& dtype) {
-  if (dtype == "bf16" || dtype == "fp16") return 2;
-  if (dtype == "fp32") return 4;
-  throw std::logic_error("unknown dtype " + dtype);
+// Model sizes are bounded so that products with run.tokens (<= 2^40) stay finite in the
+// resource estimate's long double sums; the memory budget then refuses what cannot run.
+constexpr double kMaxSize = 2147483647.0;
+
+ParamTable<ModelShape> model_table() {
+  ParamTable<ModelShape> t;
+  using M = ModelShape;
+  t.string("model.name", &M::name, "Model name as published");
+  t.integer("model.layers", &M::layers, "Transformer layers (each with attention and an MoE or dense FFN)")
+      .at_least(1)
+      .at_most(kMaxSize);
+  t.integer("model.hidden", &M::hidden, "Hidden size H of the token activations").at_least(1).at_most(kMaxSize).in_unit("elements");
+  t.integer("model.ffn_hidden", &M::ffn_hidden, "Expert FFN hidden size F").at_least(1).at_most(kMaxSize).in_unit("elements");
+  const auto router = [](auto m) { return [m](M& s) -> auto& { return s.router.*m; }; };
+  t.integer("model.experts", router(&RouterSpec::experts), "Routed experts per MoE layer").at_least(1).at_most(kMaxSize);
+  t.integer("model.top_k", router(&RouterSpec::top_k), "Routed experts chosen per token").at_least(1).at_most(kMaxSize);
+  t.boolean("model.gated", &M::gated, "Gated activation (SwiGLU): GEMM1 produces gate and up halves, F1 = 2F");
+  t.integer("model.shared_experts", &M::shared_experts, "Always-active shared experts per MoE layer")
+      .at_least(0)
+      .at_most(kMaxSize);
+  t.integer("model.shared_ffn_hidden", &M::shared_ffn_hidden, "FFN hidden size of one shared expert (0 when none)")
+      .at_least(0)
+      .at_most(kMaxSize)
+      .in_unit("elements");
+  t.boolean("model.shared_expert_gate", &M::shared_expert_gate,
+            "Shared expert output scaled by a sigmoid gate (an H x 1 projection), as in Qwen-MoE");
+  t.integer("model.dense_layers", &M::dense_layers, "Leading layers with a dense FFN instead of MoE")
+      .at_least(0)
+      .at_most(kMaxSize);
+  t.integer("model.dense_ffn_hidden", &M::dense_ffn_hidden, "FFN hidden size of the dense layers (0 when none)")
+      .at_least(0)
+      .at_most(kMaxSize)
+      .in_unit("elements");
+  t.integer("model.attn_heads", &M::attn_heads, "Attention query heads").at_least(1).at_most(kMaxSize);
+  t.integer("model.kv_heads", &M::kv_heads, "Attention key/value heads (GQA); equal to attn_heads for MHA and MLA")
+      .at_least(1)
+      .at_most(kMaxSize);
+  t.integer("model.head_dim", &M::head_dim, "Query/key dimension per head").at_least(1).at_most(kMaxSize).in_unit("elements");
+  t.integer("model.v_head_dim", &M::v_head_dim, "Value dimension per head (equals head_dim except in MLA)")
+      .at_least(1)
+      .at_most(kMaxSize)
+      .in_unit("elements");
+  t.integer("model.q_lora_rank", &M::q_lora_rank, "Low-rank query projection rank (MLA); 0 = full-rank H x heads*head_dim")
+      .at_least(0)
+      .at_most(kMaxSize)
+      .in_unit("elements");
+  t.integer("model.kv_lora_rank", &M::kv_lora_rank, "Low-rank key/value projection rank (MLA); 0 = full-rank per KV head")
+      .at_least(0)
+      .at_most(kMaxSize)
+      .in_unit("elements");
+  t.choice("model.dtype", &M::dtype_bytes, std::vector<std::pair<std::string, int64_t>>{{"bf16", 2}, {"fp16", 2}, {"fp32", 4}},
+           "Activation and weight data type");
+  // Router semantics: what the gate computes (the functional reference and real gating use them).
+  t.choice("model.score_func", router(&RouterSpec::score),
+           std::vector<std::pair<std::string, ScoreFunction>>{{"softmax", ScoreFunction::Softmax},
+                                                              {"sigmoid", ScoreFunction::Sigmoid}},
+           "Router score of each expert from its logit");
+  t.boolean("model.norm_topk", router(&RouterSpec::norm_topk), "Divide the k chosen scores by their sum (routing weights sum to 1)");
+  t.real("model.routed_scaling", router(&RouterSpec::routed_scaling), "Factor applied to the routing weights after normalisation")
+      .positive();
+  t.integer("model.routing_groups", router(&RouterSpec::groups), "Expert groups for group-limited routing (1 = no grouping)")
+      .at_least(1)
+      .at_most(kMaxSize);
+  t.integer("model.routing_topk_groups", router(&RouterSpec::topk_groups),
+            "Groups a token may choose its experts from (group-limited routing)")
+      .at_least(1)
+      .at_most(kMaxSize);
+  t.choice("model.group_score", router(&RouterSpec::group_score),
+           std::vector<std::pair<std::string, GroupScore>>{{"max", GroupScore::Max}, {"top2_sum", GroupScore::Top2Sum}},
+           "Score of a group in group-limited routing: its best expert, or the sum of its best two");
+  return t;
 }
 
 // FLOPs of one token through a (gated) FFN of hidden size f: GEMM1 H x F1 and GEMM2 F x H.
@@ -21,33 +90,11 @@ uint64_t ffn_flops(int64_t h, int64_t f, bool gated) {
 
 }  // namespace
 
+void declare_model_params(ParamRegistry& r) { model_table().declare(r); }
+
 ModelShape ModelShape::from(const Config& c) {
   ModelShape m;
-  m.name = c.string("model.name");
-  m.layers = c.integer("model.layers");
-  m.hidden = c.integer("model.hidden");
-  m.ffn_hidden = c.integer("model.ffn_hidden");
-  m.gated = c.boolean("model.gated");
-  m.shared_experts = c.integer("model.shared_experts");
-  m.shared_ffn_hidden = c.integer("model.shared_ffn_hidden");
-  m.shared_expert_gate = c.boolean("model.shared_expert_gate");
-  m.dense_layers = c.integer("model.dense_layers");
-  m.dense_ffn_hidden = c.integer("model.dense_ffn_hidden");
-  m.attn_heads = c.integer("model.attn_heads");
-  m.kv_heads = c.integer("model.kv_heads");
-  m.head_dim = c.integer("model.head_dim");
-  m.v_head_dim = c.integer("model.v_head_dim");
-  m.q_lora_rank = c.integer("model.q_lora_rank");
-  m.kv_lora_rank = c.integer("model.kv_lora_rank");
-  m.dtype_bytes = dtype_size(c.string("model.dtype"));
-  m.router.experts = c.integer("model.experts");
-  m.router.top_k = c.integer("model.top_k");
-  m.router.score = c.string("model.score_func") == "sigmoid" ? ScoreFunction::Sigmoid : ScoreFunction::Softmax;
-  m.router.norm_topk = c.boolean("model.norm_topk");
-  m.router.routed_scaling = c.real("model.routed_scaling");
-  m.router.groups = c.integer("model.routing_groups");
-  m.router.topk_groups = c.integer("model.routing_topk_groups");
-  m.router.group_score = c.string("model.group_score") == "top2_sum" ? GroupScore::Top2Sum : GroupScore::Max;
+  model_table().read(c, m);
   m.validate();
   return m;
 }

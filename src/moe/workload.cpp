@@ -2,21 +2,46 @@
 
 #include <algorithm>
 
+#include "config/param_table.h"
+#include "config/run_params.h"
 #include "moe/layer_cost.h"
+#include "moe/moe_params.h"
 #include "moe/routing_trace.h"
 #include "moe/synthetic_routing.h"
 
 namespace moehub {
 
+namespace {
+
+ParamTable<WorkloadConfig> workload_table() {
+  ParamTable<WorkloadConfig> t;
+  t.real("workload.imbalance_std", &WorkloadConfig::imbalance_std, "Requested std of the per-expert token fraction (0 = uniform)")
+      .at_least(0)
+      .at_most(1)
+      .in_unit("fraction");
+  t.string("workload.routing_trace", &WorkloadConfig::routing_trace,
+           "Routing trace file (CSV or JSONL); empty for synthetic routing");
+  t.integer("workload.trace_layer", &WorkloadConfig::trace_layer, "Layer of the routing trace to simulate")
+      .at_least(0)
+      .at_most(2147483647.0);
+  t.integer_list("workload.expert_map", &WorkloadConfig::expert_map,
+                 "GPU of each expert (one entry per expert); empty = contiguous blocks")
+      .at_least(0)
+      .at_most(4095);
+  return t;
+}
+
+}  // namespace
+
+void declare_workload_params(ParamRegistry& r) { workload_table().declare(r); }
+
 WorkloadConfig WorkloadConfig::from(const Config& c) {
   WorkloadConfig w;
-  w.gpus = c.integer("run.gpus");
-  w.tokens = c.integer("run.tokens");
-  w.seed = static_cast<uint64_t>(c.integer("run.seed"));
-  w.imbalance_std = c.real("workload.imbalance_std");
-  w.routing_trace = c.string("workload.routing_trace");
-  w.trace_layer = c.integer("workload.trace_layer");
-  w.expert_map = c.integer_list("workload.expert_map");
+  const RunParams run = RunParams::from(c);
+  w.gpus = run.gpus;
+  w.tokens = run.tokens;
+  w.seed = run.seed;
+  workload_table().read(c, w);
   return w;
 }
 

@@ -8,14 +8,6 @@
 
 namespace moehub {
 
-NcclConfig NcclConfig::from(const Config& c) {
-  NcclConfig n;
-  n.chunk_bytes = c.bytes("net.nccl_chunk_bytes");
-  n.steps = static_cast<int>(c.integer("net.nccl_steps"));
-  n.channels_per_peer = static_cast<int>(c.integer("net.nccl_channels_per_peer"));
-  return n;
-}
-
 std::vector<int> nccl_p2p_deltas(int n) {
   int pow2 = 1;
   while (pow2 < n) pow2 <<= 1;

@@ -2,30 +2,98 @@
 
 #include <fmt/format.h>
 
+#include "config/param_table.h"
+#include "net/collectives.h"
+#include "net/net_params.h"
 #include "sim/error.h"
 #include "sim/units.h"
 
 namespace moehub {
 
+namespace {
+
+// Buffers and chunks are counted in 32-bit flits and slots; 4 GiB is far beyond any real one.
+constexpr double kMaxBufferBytes = 4294967296.0;
+
+ParamTable<NetConfig> net_table() {
+  ParamTable<NetConfig> t;
+  t.integer("net.switch_planes", &NetConfig::planes, "NVSwitch chips (planes) each GPU connects to")
+      .at_least(1)
+      .at_most(1024)
+      .in_unit("switches");
+  t.bandwidth("net.link_bandwidth", &NetConfig::gpu_bandwidth, "Per-GPU bandwidth in each direction, summed over all planes")
+      .positive();
+  t.time("net.gpu_switch_latency", &NetConfig::gpu_switch_latency, "One-way latency between a GPU port and a switch");
+  t.bytes("net.flit_bytes", &NetConfig::flit_bytes, "Flit size").positive().at_most(65536);
+  t.bytes("net.max_payload_bytes", &NetConfig::max_payload_bytes, "Largest payload one packet carries")
+      .positive()
+      .at_most(1 << 24);
+  t.integer("net.header_flits", &NetConfig::header_flits, "Header flits per packet").at_most(1024).in_unit("flits");
+  // Topology wiring and switch.
+  t.integer("net.links_per_gpu", &NetConfig::links_per_gpu, "NVLink links per GPU, spread evenly over the switch planes")
+      .at_least(1)
+      .at_most(1024)
+      .in_unit("links");
+  t.integer("net.switch_ports", &NetConfig::switch_ports, "GPU-facing ports of one switch chip")
+      .at_least(1)
+      .at_most(65536)
+      .in_unit("ports");
+  t.time("net.switch_latency", &NetConfig::switch_latency, "Traversal latency of a switch, input buffer to output port");
+  // Buffers (flow control). Each must hold at least one largest packet.
+  t.bytes("net.egress_buffer", &NetConfig::egress_buffer_bytes,
+          "GPU egress FIFO for requests, shared by all destinations and planes")
+      .at_most(kMaxBufferBytes);
+  t.bytes("net.switch_buffer", &NetConfig::switch_buffer_bytes,
+          "Switch input buffer per port (per plane, per GPU), request class")
+      .at_most(kMaxBufferBytes);
+  t.bytes("net.ingress_buffer", &NetConfig::ingress_buffer_bytes, "GPU ingress buffer per plane link, request class")
+      .at_most(kMaxBufferBytes);
+  t.bytes("net.response_buffer", &NetConfig::response_buffer_bytes,
+          "Each buffer's separate space for the response class (acks, read responses)")
+      .at_most(kMaxBufferBytes);
+  t.boolean("net.write_ack", &NetConfig::write_ack,
+            "Acknowledge every delivered write with a header-only packet back to the sender");
+  t.choice("net.fidelity", &NetConfig::fidelity,
+           std::vector<std::pair<std::string, NetFidelity>>{{"packet", NetFidelity::Packet}, {"flow", NetFidelity::Flow}},
+           "Interconnect model: packets with flow control, or max-min fair flows");
+  return t;
+}
+
+// NCCL-style all-to-all (src/net/collectives).
+ParamTable<NcclConfig> nccl_table() {
+  ParamTable<NcclConfig> t;
+  t.bytes("net.nccl_chunk_bytes", &NcclConfig::chunk_bytes, "NCCL p2p chunk size on NVLink (one FIFO slot)")
+      .positive()
+      .at_most(kMaxBufferBytes);
+  t.integer("net.nccl_steps", &NcclConfig::steps, "NCCL FIFO slots per connection: chunks in flight per channel")
+      .at_least(1)
+      .at_most(1024)
+      .in_unit("slots");
+  t.integer("net.nccl_channels_per_peer", &NcclConfig::channels_per_peer, "NCCL p2p channels (connections) per peer")
+      .at_least(1)
+      .at_most(1024)
+      .in_unit("channels");
+  return t;
+}
+
+}  // namespace
+
+void declare_net_params(ParamRegistry& r) {
+  net_table().declare(r);
+  nccl_table().declare(r);
+}
+
 NetConfig NetConfig::from(const Config& c, int gpus) {
   NetConfig n;
   n.gpus = gpus;
-  n.planes = static_cast<int>(c.integer("net.switch_planes"));
-  n.links_per_gpu = static_cast<int>(c.integer("net.links_per_gpu"));
-  n.switch_ports = static_cast<int>(c.integer("net.switch_ports"));
-  n.gpu_bandwidth = c.bandwidth("net.link_bandwidth");
-  n.gpu_switch_latency = c.time("net.gpu_switch_latency");
-  n.switch_latency = c.time("net.switch_latency");
-  n.flit_bytes = static_cast<uint32_t>(c.bytes("net.flit_bytes"));
-  n.max_payload_bytes = static_cast<uint32_t>(c.bytes("net.max_payload_bytes"));
-  n.header_flits = c.integer_u32("net.header_flits");
-  n.egress_buffer_bytes = c.bytes("net.egress_buffer");
-  n.switch_buffer_bytes = c.bytes("net.switch_buffer");
-  n.ingress_buffer_bytes = c.bytes("net.ingress_buffer");
-  n.response_buffer_bytes = c.bytes("net.response_buffer");
-  n.write_ack = c.boolean("net.write_ack");
-  n.fidelity = c.string("net.fidelity") == "flow" ? NetFidelity::Flow : NetFidelity::Packet;
+  net_table().read(c, n);
   n.validate();
+  return n;
+}
+
+NcclConfig NcclConfig::from(const Config& c) {
+  NcclConfig n;
+  nccl_table().read(c, n);
   return n;
 }
 

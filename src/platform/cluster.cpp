@@ -19,6 +19,8 @@ Cluster::Cluster(Simulator& sim, const Config& config, const Workload& workload,
       functional_(functional),
       gpu_config_(gpu::GpuConfig::from(config)),
       host_config_(gpu::HostConfig::from(config)),
+      run_(RunParams::from(config)),
+      kernels_(KernelParams::from(config)),
       nccl_(NcclConfig::from(config)) {
   const int n = static_cast<int>(workload.tokens().gpus());
   network_ = make_net(NetConfig::from(config, n), sim, trace);
@@ -93,7 +95,7 @@ bool Cluster::all_done() const {
 }
 
 void Cluster::run_to_completion(const std::string& system) {
-  const Time limit = config_.time("run.time_limit");
+  const Time limit = run_.time_limit;
   sim_.run_until(limit);
   if (sim_.events_pending() > 0) {
     // The user's limit was reached: a layer slower than the limit (slow clocks, long latencies)
@@ -120,7 +122,7 @@ void Cluster::finish() {
 
 bool Cluster::checking() const {
 #ifdef NDEBUG
-  return config_.boolean("run.check");
+  return run_.check;
 #else
   return true;  // debug and sanitizer builds check every run
 #endif

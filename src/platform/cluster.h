@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/run_params.h"
+#include "platform/kernel_params.h"
 #include "gpu/gpu.h"
 #include "gpu/host.h"
 #include "moe/workload.h"
@@ -52,6 +54,7 @@ class Cluster {
   const Workload& workload() const { return workload_; }
   const ModelShape& model() const { return workload_.model(); }
   const gpu::GpuConfig& gpu_config() const { return gpu_config_; }
+  const KernelParams& kernel_params() const { return kernels_; }
   TraceRecorder* trace() { return trace_; }
   FunctionalData* functional() { return functional_; }
   int gpus() const { return static_cast<int>(gpus_.size()); }
@@ -124,6 +127,8 @@ class Cluster {
   FunctionalData* functional_;
   gpu::GpuConfig gpu_config_;
   gpu::HostConfig host_config_;
+  RunParams run_;
+  KernelParams kernels_;
   NcclConfig nccl_;
   std::vector<std::unique_ptr<gpu::Gpu>> gpus_;
   std::vector<std::unique_ptr<gpu::Host>> hosts_;

@@ -53,7 +53,7 @@ SystemOutcome run_one(const Config& config, const Workload& workload, const Syst
   out.name = entry.name;
   if (options.trace) out.trace = std::make_unique<TraceRecorder>();
   std::optional<FunctionalData> functional;
-  if (options.functional) functional.emplace(workload, static_cast<uint64_t>(config.integer("run.seed")));
+  if (options.functional) functional.emplace(workload, RunParams::from(config).seed);
 
   Simulator sim;
   Cluster cluster(sim, config, workload, out.trace.get(), functional ? &*functional : nullptr);

@@ -64,7 +64,7 @@ void launch_megatron_router(Cluster& c, const SharedKernels& k, int g, gpu::Stre
     }
   };
   issue(inference);
-  if (c.config().boolean("kernels.megatron_router_aux_loss")) issue(aux_loss);
+  if (c.kernel_params().megatron_router_aux_loss) issue(aux_loss);
 }
 
 }  // namespace moehub

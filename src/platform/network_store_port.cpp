@@ -23,7 +23,7 @@ NetworkStorePort::NetworkStorePort(Cluster& cluster, int gpu)
       cluster_(cluster),
       gpu_(gpu),
       max_message_(cluster.network().message_limit()),
-      staging_(cluster.sim(), cluster.config().bytes("gpu.store_staging_bytes")) {}
+      staging_(cluster.sim(), cluster.gpu_config().store_staging_bytes) {}
 
 bool NetworkStorePort::try_store(const gpu::StoreRequest& store, Callback retry) {
   const int dst = static_cast<int>(store.dst_gpu);

@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "config/run_params.h"
 #include "gpu/gpu_config.h"
+#include "net/net_config.h"
 #include "sim/error.h"
 
 namespace moehub {
@@ -31,28 +33,30 @@ double gib(uint64_t bytes) { return static_cast<double>(bytes) / static_cast<dou
 ResourceEstimate estimate_resources(const Config& c, const ModelShape& m, const std::vector<const SystemEntry*>& systems,
                                     unsigned concurrent) {
   ResourceEstimate e;
+  const RunParams run = RunParams::from(c);
+  const NetConfig net = NetConfig::from(c, static_cast<int>(run.gpus));
   // Sizes are bounded by their parameters (run.tokens <= 2^40, model sizes <= 2^31), so these
   // products stay within 128 bits; they are summed in long double to avoid any wrap.
-  const long double tokens = static_cast<long double>(c.integer("run.tokens"));
+  const long double tokens = static_cast<long double>(run.tokens);
   const long double rows = tokens * static_cast<long double>(m.top_k());
   uint32_t costliest = 0;
   for (const SystemEntry* s : systems) costliest = std::max(costliest, s->memory_per_row);
   long double per_row = costliest;
-  if (c.string("net.fidelity") == "flow") {
-    per_row += kFlowPerMessage * static_cast<long double>(m.row_bytes()) / static_cast<long double>(c.bytes("net.max_payload_bytes"));
+  if (net.fidelity == NetFidelity::Flow) {
+    per_row += kFlowPerMessage * static_cast<long double>(m.row_bytes()) / static_cast<long double>(net.max_payload_bytes);
   }
   long double bytes = tokens * kWorkloadPerToken + rows * kWorkloadPerRow + rows * per_row * concurrent;
-  if (c.boolean("run.functional")) {
+  if (run.functional) {
     const long double h = static_cast<long double>(m.hidden) * 4, f = static_cast<long double>(m.ffn_hidden) * 4;
     bytes += concurrent * rows * (kFunctionalHiddenRowsPerRow * h + kFunctionalFfnRowsPerRow * f) +
              tokens * kReferenceRowsPerToken * h;
   }
   e.memory_bytes = bytes >= 1.8e19L ? UINT64_MAX : static_cast<uint64_t>(bytes);
-  const uint64_t set = c.bytes("run.memory_budget");
+  const uint64_t set = run.memory_budget;
   e.budget_bytes = set ? set : physical_memory() / 2;
   const gpu::GpuConfig g = gpu::GpuConfig::from(c);
   const long double peak = static_cast<long double>(g.sm_tensor_peak_flops_per_second()) * g.sm_count *
-                           static_cast<long double>(c.integer("run.gpus"));
+                           static_cast<long double>(run.gpus);
   const long double flops = 2.0L * rows * static_cast<long double>(m.hidden) *
                             static_cast<long double>(m.gemm1_cols() + m.ffn_hidden);
   e.min_layer_seconds = peak > 0 ? static_cast<double>(flops / peak) : 0.0;
@@ -62,19 +66,20 @@ ResourceEstimate estimate_resources(const Config& c, const ModelShape& m, const 
 void check_resources(const Config& c, const ModelShape& m, const std::vector<const SystemEntry*>& systems,
                      unsigned concurrent) {
   const ResourceEstimate e = estimate_resources(c, m, systems, concurrent);
+  const RunParams run = RunParams::from(c);
   if (e.budget_bytes > 0 && e.memory_bytes > e.budget_bytes) {
     throw UserError("run.memory_budget",
                     fmt::format("the run needs about {:.1f} GiB ({} tokens{}); the budget is {:.1f} GiB (0 = half "
                                 "the machine's memory; raise it or use fewer tokens)",
-                                gib(e.memory_bytes), c.integer("run.tokens"),
-                                c.boolean("run.functional") ? ", functional" : "", gib(e.budget_bytes)));
+                                gib(e.memory_bytes), run.tokens,
+                                run.functional ? ", functional" : "", gib(e.budget_bytes)));
   }
-  const double limit = c.time("run.time_limit").seconds();
+  const double limit = run.time_limit.seconds();
   if (e.min_layer_seconds > limit) {
     throw UserError("run.time_limit",
                     fmt::format("the layer's expert GEMMs alone need at least {:.3g} s of simulated time at peak "
                                 "tensor throughput on {} GPUs; run.time_limit is {:.3g} s",
-                                e.min_layer_seconds, c.integer("run.gpus"), limit));
+                                e.min_layer_seconds, run.gpus, limit));
   }
 }
 

@@ -10,7 +10,7 @@ constexpr uint32_t kWeightBytes = 4;  // fp32 routing probabilities
 }  // namespace
 
 SharedKernels::SharedKernels(Cluster& cluster) : cluster_(cluster) {
-  memory_shape_.threads = cluster.config().integer_u32("kernels.memory_block_threads");
+  memory_shape_.threads = cluster.kernel_params().memory_block_threads;
 }
 
 void SharedKernels::launch_routing(int g, gpu::Stream& stream, int64_t tokens) {

@@ -1,3 +1,4 @@
+#include "platform/kernel_params.h"
 #include "systems/system_registry.h"
 
 #include <fmt/format.h>
@@ -45,12 +46,7 @@ const SystemEntry* find_system(const std::string& name) {
 }
 
 void declare_systems_params(ParamRegistry& r) {
-  r.integer("kernels.memory_block_threads", "Threads per block of memory-bound kernels (permute, activation, scaling)")
-      .at_least(32)
-      .at_most(1024);
-  r.boolean("kernels.megatron_router_aux_loss",
-            "Megatron's router also runs the training-time auxiliary load-balancing loss ops (13 framework ops, 8 "
-            "kernels; docs/research/megatron-router-te-ops.md)");
+  KernelParams::declare(r);
   for (const auto& s : all_systems()) {
     if (s.declare_params) s.declare_params(r);
   }

@@ -200,10 +200,11 @@ TEST(CliBadInput, FunctionalWithAFullSizeModelIsRefusedBeforeSimulating) {
   expect_bad_input({"run", "--functional", "--systems", "ideal"}, "run.functional: the float32 reference layer");
 }
 
-// A count that fills a 32-bit hardware field is refused when it does not fit, not wrapped.
+// A count that fills a 32-bit hardware field is refused when it does not fit, not wrapped:
+// the field's type bounds the parameter.
 TEST(CliBadInput, IntegerBeyondItsThirtyTwoBitFieldIsNamed) {
   expect_bad_input({"area", "--set", "hub.rat.entries=9223372036854775807"},
-                   "hub.rat.entries: 9223372036854775807 does not fit the 32-bit field it sets");
+                   "hub.rat.entries: must be at most 4294967295, got 9223372036854775807");
 }
 
 TEST(CliBadInput, BadOutputPathLeavesNothingBehind) {
@@ -272,6 +273,14 @@ TEST(CliBadInput, RunsThatCannotFitAreRefusedUpFront) {
   expect_bad_input({"run", "--systems", "ideal", "--set", "gpu.hbm_bandwidth=1B/s", "--set", "run.time_limit=1000000s",
                     "--set", "net.fidelity=flow"},
                    "run.time_limit: system ideal was still running");
+}
+
+// The largest hub buffer the parameters allow costs this program only the entries a run
+// touches (it once allocated them all and ended in std::bad_alloc after 45 s).
+TEST(CliLimits, LargestRpmBufferRunsInTheMemoryItUses) {
+  const Result r = moehub({"run", "--tokens", "512", "--systems", "mh-pkt", "--set", "hub.rpm.entries_per_peer=1073741823"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("mh-pkt"), std::string::npos);
 }
 
 TEST(CliList, PrintsPresetsAndParametersWithDefaults) {

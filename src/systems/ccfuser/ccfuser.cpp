@@ -411,24 +411,11 @@ class CcfuserSystem final : public MoeSystem {
   std::vector<PerGpu> gpu_;
 };
 
-void declare_ccfuser_params(ParamRegistry& r) {
-  r.choice("systems.ccfuser.schedule", {"work_queue", "static_pairs"},
-           "How fused-kernel thread blocks get work: a queue consumed by persistent blocks (dynamic reassignment across SMs) "
-           "or the code's one CTA per (local, remote) block pair");
-  r.integer("systems.ccfuser.block_rows", "Rows per block of the host plan (and the CTA tile's BM)").at_least(1).in_unit("rows");
-  r.integer("systems.ccfuser.tile_n", "CTA tile width BN of the fused GEMMs").at_least(1).in_unit("columns");
-  r.integer("systems.ccfuser.tile_k", "CTA tile depth BK (K is padded to it)").at_least(1).in_unit("elements");
-  r.integer("systems.ccfuser.block_threads", "Threads per fused-kernel thread block").at_least(32).at_most(1024);
-  r.time("systems.ccfuser.host_plan_base", "Host planning per layer: expert placement and block division (fixed part)");
-  r.time("systems.ccfuser.host_plan_per_block", "Host planning per layer: Python work per 64-row block");
-  r.integer("systems.ccfuser.plan_tensors", "Plan tensors copied host to device per layer").at_least(0).in_unit("copies");
-}
-
 }  // namespace
 
 SystemEntry ccfuser_system_entry() {
   return SystemEntry{"ccfuser", "CCFuser (PPoPP'25): GEMM thread blocks pull rows from peer memory, fused with the all-to-all",
-                     declare_ccfuser_params,
+                     CcfuserParams::declare,
                      [](const Config& c) -> std::unique_ptr<MoeSystem> { return std::make_unique<CcfuserSystem>(CcfuserParams::from(c)); },
                      64};
 }

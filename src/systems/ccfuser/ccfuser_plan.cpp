@@ -2,20 +2,45 @@
 
 #include <algorithm>
 
+#include "config/param_table.h"
 #include "sim/error.h"
 
 namespace moehub {
 
+namespace {
+
+ParamTable<CcfuserParams> ccfuser_table() {
+  using P = CcfuserParams;
+  ParamTable<P> t;
+  t.choice("systems.ccfuser.schedule", &P::schedule,
+           std::vector<std::pair<std::string, P::Schedule>>{{"work_queue", P::Schedule::WorkQueue},
+                                                            {"static_pairs", P::Schedule::StaticPairs}},
+           "How fused-kernel thread blocks get work: a queue consumed by persistent blocks (dynamic reassignment across SMs) "
+           "or the code's one CTA per (local, remote) block pair");
+  t.integer("systems.ccfuser.block_rows", &P::block_rows, "Rows per block of the host plan (and the CTA tile's BM)")
+      .at_least(1)
+      .at_most(65536)
+      .in_unit("rows");
+  t.integer("systems.ccfuser.tile_n", &P::tile_n, "CTA tile width BN of the fused GEMMs").at_least(1).at_most(65536).in_unit("columns");
+  t.integer("systems.ccfuser.tile_k", &P::tile_k, "CTA tile depth BK (K is padded to it)").at_least(1).at_most(65536).in_unit("elements");
+  t.integer("systems.ccfuser.block_threads", &P::block_threads, "Threads per fused-kernel thread block").at_least(32).at_most(1024);
+  t.time("systems.ccfuser.host_plan_base", &P::host_plan_base,
+         "Host planning per layer: expert placement and block division (fixed part)");
+  t.time("systems.ccfuser.host_plan_per_block", &P::host_plan_per_block, "Host planning per layer: Python work per 64-row block");
+  t.integer("systems.ccfuser.plan_tensors", &P::plan_tensors, "Plan tensors copied host to device per layer")
+      .at_least(0)
+      .at_most(1024)
+      .in_unit("copies");
+  return t;
+}
+
+}  // namespace
+
+void CcfuserParams::declare(ParamRegistry& r) { ccfuser_table().declare(r); }
+
 CcfuserParams CcfuserParams::from(const Config& c) {
   CcfuserParams p;
-  p.schedule = c.string("systems.ccfuser.schedule") == "static_pairs" ? Schedule::StaticPairs : Schedule::WorkQueue;
-  p.block_rows = c.integer("systems.ccfuser.block_rows");
-  p.tile_n = c.integer("systems.ccfuser.tile_n");
-  p.tile_k = c.integer("systems.ccfuser.tile_k");
-  p.block_threads = c.integer("systems.ccfuser.block_threads");
-  p.host_plan_base = c.time("systems.ccfuser.host_plan_base");
-  p.host_plan_per_block = c.time("systems.ccfuser.host_plan_per_block");
-  p.plan_tensors = c.integer("systems.ccfuser.plan_tensors");
+  ccfuser_table().read(c, p);
   return p;
 }
 

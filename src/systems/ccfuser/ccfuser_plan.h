@@ -28,6 +28,7 @@ struct CcfuserParams {
   Time host_plan_per_block;
   int64_t plan_tensors = 7;
   static CcfuserParams from(const Config& config);
+  static void declare(ParamRegistry& registry);
 };
 
 struct CcfuserBlock {

@@ -512,24 +512,11 @@ class CometSystem final : public MoeSystem {
   std::vector<PerGpu> gpu_;
 };
 
-void declare_comet_params(ParamRegistry& r) {
-  r.choice("systems.comet.dispatch", {"comm_blocks", "copy_engine_gets"},
-           "Layer0 data movement: specialised communication blocks pushing rows (paper) or copy-engine gets of whole "
-           "token shards (flux code)");
-  r.integer("systems.comet.comm_blocks", "Layer0 communication blocks (one per SM); 0: the adaptive rule (docs/systems.md)")
-      .at_least(0)
-      .in_unit("blocks");
-  r.integer("systems.comet.gather_rs_ctas", "Layer1 communication blocks doing the top-k reduce and scatter").at_least(1).in_unit("blocks");
-  r.integer("systems.comet.column_splits", "Layer1 GEMM2 column splits, each with its own flag").at_least(1).in_unit("splits");
-  r.time("systems.comet.layout_host_time", "Host work after the count sync: layout and tile schedule");
-  r.time("systems.comet.gather_rs_host_time", "Host work building layer1's grouped-GEMM problems and argument arrays");
-}
-
 }  // namespace
 
 SystemEntry comet_system_entry() {
   return SystemEntry{"comet", "Comet (MLSys'25): tile-level overlap in fused kernels with communication blocks and flag polling",
-                     declare_comet_params,
+                     CometParams::declare,
                      [](const Config& c) -> std::unique_ptr<MoeSystem> { return std::make_unique<CometSystem>(CometParams::from(c)); },
                      240};
 }

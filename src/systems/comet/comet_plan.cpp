@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 
+#include "config/param_table.h"
 #include "sim/error.h"
 #include "platform/shared_kernels.h"
 
@@ -16,14 +17,42 @@ constexpr uint64_t kScheduleEntryBytes = 20;  // flux ProblemSchedule: expert, m
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
+namespace {
+
+ParamTable<CometParams> comet_table() {
+  using P = CometParams;
+  ParamTable<P> t;
+  t.choice("systems.comet.dispatch", &P::dispatch,
+           std::vector<std::pair<std::string, P::Dispatch>>{{"comm_blocks", P::Dispatch::CommBlocks},
+                                                            {"copy_engine_gets", P::Dispatch::CopyEngineGets}},
+           "Layer0 data movement: specialised communication blocks pushing rows (paper) or copy-engine gets of whole "
+           "token shards (flux code)");
+  t.integer("systems.comet.comm_blocks", &P::comm_blocks,
+            "Layer0 communication blocks (one per SM); 0: the adaptive rule (docs/systems.md)")
+      .at_least(0)
+      .at_most(1024)
+      .in_unit("blocks");
+  t.integer("systems.comet.gather_rs_ctas", &P::gather_rs_ctas, "Layer1 communication blocks doing the top-k reduce and scatter")
+      .at_least(1)
+      .at_most(1024)
+      .in_unit("blocks");
+  t.integer("systems.comet.column_splits", &P::column_splits, "Layer1 GEMM2 column splits, each with its own flag")
+      .at_least(1)
+      .at_most(65536)
+      .in_unit("splits");
+  t.time("systems.comet.layout_host_time", &P::layout_host_time, "Host work after the count sync: layout and tile schedule");
+  t.time("systems.comet.gather_rs_host_time", &P::gather_rs_host_time,
+         "Host work building layer1's grouped-GEMM problems and argument arrays");
+  return t;
+}
+
+}  // namespace
+
+void CometParams::declare(ParamRegistry& r) { comet_table().declare(r); }
+
 CometParams CometParams::from(const Config& c) {
   CometParams p;
-  p.dispatch = c.string("systems.comet.dispatch") == "copy_engine_gets" ? Dispatch::CopyEngineGets : Dispatch::CommBlocks;
-  p.comm_blocks = c.integer("systems.comet.comm_blocks");
-  p.gather_rs_ctas = c.integer("systems.comet.gather_rs_ctas");
-  p.column_splits = c.integer("systems.comet.column_splits");
-  p.layout_host_time = c.time("systems.comet.layout_host_time");
-  p.gather_rs_host_time = c.time("systems.comet.gather_rs_host_time");
+  comet_table().read(c, p);
   return p;
 }
 

@@ -26,6 +26,7 @@ struct CometParams {
   Time layout_host_time;
   Time gather_rs_host_time;
   static CometParams from(const Config& config);
+  static void declare(ParamRegistry& registry);
 };
 
 struct CometRow {  // one row of a GPU's dispatch buffer

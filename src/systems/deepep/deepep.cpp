@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "config/param_table.h"
 #include "sim/error.h"
 #include "systems/deepep/deepep_kernels.h"
 #include "platform/megatron_permute.h"
@@ -26,26 +27,46 @@ namespace mp = megatron_permute;
 constexpr uint64_t kIntBytes = 4;  // int32 counts, offsets, source indices
 
 struct DeepEpParams {
-  uint32_t num_sms;
-  uint32_t kernel_threads;
-  uint32_t dispatch_chunk, dispatch_ring, combine_chunk, combine_ring;
-  uint32_t notify_threads, layout_threads, layout_experts_per_block, layout_ranks_per_block;
+  uint32_t num_sms = 0;
+  uint32_t kernel_threads = 0;
+  uint32_t dispatch_chunk = 0, dispatch_ring = 0, combine_chunk = 0, combine_ring = 0;
+  uint32_t notify_threads = 0, layout_threads = 0, layout_experts_per_block = 0, layout_ranks_per_block = 0;
   Time mapped_write_latency, host_poll_reaction;
 
+  static ParamTable<DeepEpParams> table() {
+    using P = DeepEpParams;
+    ParamTable<P> t;
+    t.integer("systems.deepep.num_sms", &P::num_sms, "SMs of the dispatch and combine kernels (Buffer.num_sms); even")
+        .at_least(2)
+        .at_most(1024);
+    t.integer("systems.deepep.kernel_threads", &P::kernel_threads, "Threads per dispatch/combine CTA").at_least(32).at_most(1024);
+    t.integer("systems.deepep.dispatch_chunk_tokens", &P::dispatch_chunk,
+              "Tokens a dispatch sender stores per step (nvl_send_chunk)")
+        .at_least(1);
+    t.integer("systems.deepep.dispatch_ring_tokens", &P::dispatch_ring,
+              "Dispatch ring slots per (channel, source) (nvl_recv_buffer)")
+        .at_least(1);
+    t.integer("systems.deepep.combine_chunk_tokens", &P::combine_chunk, "Tokens a combine sender stores per step").at_least(1);
+    t.integer("systems.deepep.combine_ring_tokens", &P::combine_ring, "Combine ring slots per (channel, source)").at_least(1);
+    t.integer("systems.deepep.notify_threads", &P::notify_threads, "Threads per notify_dispatch CTA").at_least(32).at_most(1024);
+    t.integer("systems.deepep.layout_threads", &P::layout_threads, "Threads per get_dispatch_layout CTA").at_least(32).at_most(1024);
+    t.integer("systems.deepep.layout_experts_per_block", &P::layout_experts_per_block,
+              "Experts counted per get_dispatch_layout CTA")
+        .at_least(1);
+    t.integer("systems.deepep.layout_ranks_per_block", &P::layout_ranks_per_block, "Ranks counted per get_dispatch_layout CTA")
+        .at_least(1);
+    t.time("systems.deepep.mapped_write_latency", &P::mapped_write_latency,
+           "PCIe latency of the GPU's store into host-mapped memory")
+        .at_least(0);
+    t.time("systems.deepep.host_poll_reaction", &P::host_poll_reaction,
+           "Time for the spinning CPU to act on the mapped counter")
+        .at_least(0);
+    return t;
+  }
+
   static DeepEpParams from(const Config& c) {
-    auto u = [&](const char* k) { return c.integer_u32(std::string("systems.deepep.") + k); };
-    DeepEpParams p{u("num_sms"),
-                   u("kernel_threads"),
-                   u("dispatch_chunk_tokens"),
-                   u("dispatch_ring_tokens"),
-                   u("combine_chunk_tokens"),
-                   u("combine_ring_tokens"),
-                   u("notify_threads"),
-                   u("layout_threads"),
-                   u("layout_experts_per_block"),
-                   u("layout_ranks_per_block"),
-                   c.time("systems.deepep.mapped_write_latency"),
-                   c.time("systems.deepep.host_poll_reaction")};
+    DeepEpParams p;
+    table().read(c, p);
     if (p.num_sms % 2 != 0) throw UserError("systems.deepep.num_sms", "must be even (one sender and one receiver CTA per channel)");
     if (p.dispatch_chunk > p.dispatch_ring) throw UserError("systems.deepep.dispatch_chunk_tokens", "exceeds the ring size");
     if (p.combine_chunk > p.combine_ring) throw UserError("systems.deepep.combine_chunk_tokens", "exceeds the ring size");
@@ -53,20 +74,7 @@ struct DeepEpParams {
   }
 };
 
-void declare_deepep_params(ParamRegistry& r) {
-  r.integer("systems.deepep.num_sms", "SMs of the dispatch and combine kernels (Buffer.num_sms); even").at_least(2);
-  r.integer("systems.deepep.kernel_threads", "Threads per dispatch/combine CTA").at_least(32).at_most(1024);
-  r.integer("systems.deepep.dispatch_chunk_tokens", "Tokens a dispatch sender stores per step (nvl_send_chunk)").at_least(1);
-  r.integer("systems.deepep.dispatch_ring_tokens", "Dispatch ring slots per (channel, source) (nvl_recv_buffer)").at_least(1);
-  r.integer("systems.deepep.combine_chunk_tokens", "Tokens a combine sender stores per step").at_least(1);
-  r.integer("systems.deepep.combine_ring_tokens", "Combine ring slots per (channel, source)").at_least(1);
-  r.integer("systems.deepep.notify_threads", "Threads per notify_dispatch CTA").at_least(32).at_most(1024);
-  r.integer("systems.deepep.layout_threads", "Threads per get_dispatch_layout CTA").at_least(32).at_most(1024);
-  r.integer("systems.deepep.layout_experts_per_block", "Experts counted per get_dispatch_layout CTA").at_least(1);
-  r.integer("systems.deepep.layout_ranks_per_block", "Ranks counted per get_dispatch_layout CTA").at_least(1);
-  r.time("systems.deepep.mapped_write_latency", "PCIe latency of the GPU's store into host-mapped memory").at_least(0);
-  r.time("systems.deepep.host_poll_reaction", "Time for the spinning CPU to act on the mapped counter").at_least(0);
-}
+void declare_deepep_params(ParamRegistry& r) { DeepEpParams::table().declare(r); }
 
 // Per GPU: what it sends (by channel and peer) and how its receive buffer is laid out.
 struct Plan {

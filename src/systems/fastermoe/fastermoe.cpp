@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <memory>
 
+#include "config/param_table.h"
 #include "gpu/gpu.h"
 #include "systems/fastermoe/fastermoe_schedule.h"
 #include "platform/moe_system.h"
@@ -26,10 +27,22 @@ uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
 struct FasterMoeConfig {
   int group_size = 4;
   NcclKernelShape nccl;
+  static ParamTable<FasterMoeConfig> table() {
+    ParamTable<FasterMoeConfig> t;
+    t.integer("systems.fastermoe.group_size", &FasterMoeConfig::group_size,
+              "Ranks per exchange group (FMOE_FASTER_GROUP_SIZE): GPUs / group_size steps; 1 = pairwise schedule")
+        .at_least(1)
+        .at_most(4096)
+        .in_unit("GPUs");
+    t.integer("systems.fastermoe.nccl_cta_threads", [](FasterMoeConfig& f) -> uint32_t& { return f.nccl.threads; },
+              "Threads per NCCL CTA")
+        .at_least(32)
+        .at_most(1024);
+    return t;
+  }
   static FasterMoeConfig from(const Config& c) {
     FasterMoeConfig f;
-    f.group_size = static_cast<int>(c.integer("systems.fastermoe.group_size"));
-    f.nccl.threads = c.integer_u32("systems.fastermoe.nccl_cta_threads");
+    table().read(c, f);
     return f;
   }
 };
@@ -359,13 +372,7 @@ class FasterMoeSystem final : public MoeSystem {
   std::vector<Buffers> buffers_;
 };
 
-void declare_fastermoe_params(ParamRegistry& r) {
-  r.integer("systems.fastermoe.group_size",
-            "Ranks per exchange group (FMOE_FASTER_GROUP_SIZE): GPUs / group_size steps; 1 = pairwise schedule")
-      .at_least(1)
-      .in_unit("GPUs");
-  r.integer("systems.fastermoe.nccl_cta_threads", "Threads per NCCL CTA").at_least(32).at_most(1024);
-}
+void declare_fastermoe_params(ParamRegistry& r) { FasterMoeConfig::table().declare(r); }
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "config/param_table.h"
 #include "gpu/host.h"
 #include "platform/megatron_permute.h"
 #include "platform/megatron_router.h"
@@ -30,21 +31,26 @@ namespace mp = megatron_permute;
 struct MegatronParams {
   NcclKernelShape nccl;
   uint32_t te_gemm_streams = 0;
+  static ParamTable<MegatronParams> table() {
+    ParamTable<MegatronParams> t;
+    t.integer("systems.megatron-te.nccl_cta_threads", [](MegatronParams& p) -> uint32_t& { return p.nccl.threads; },
+              "Threads per NCCL CTA")
+        .at_least(32)
+        .at_most(1024);
+    t.integer("systems.megatron-te.te_gemm_streams", &MegatronParams::te_gemm_streams,
+              "Compute streams Transformer Engine's grouped linear spreads its per-expert cuBLAS GEMMs over")
+        .at_least(1)
+        .at_most(64);
+    return t;
+  }
   static MegatronParams from(const Config& c) {
     MegatronParams p;
-    p.te_gemm_streams = c.integer_u32("systems.megatron-te.te_gemm_streams");
-    p.nccl.threads = c.integer_u32("systems.megatron-te.nccl_cta_threads");
+    table().read(c, p);
     return p;
   }
 };
 
-void declare_megatron_params(ParamRegistry& r) {
-  r.integer("systems.megatron-te.nccl_cta_threads", "Threads per NCCL CTA").at_least(32).at_most(1024);
-  r.integer("systems.megatron-te.te_gemm_streams",
-            "Compute streams Transformer Engine's grouped linear spreads its per-expert cuBLAS GEMMs over")
-      .at_least(1)
-      .at_most(64);
-}
+void declare_megatron_params(ParamRegistry& r) { MegatronParams::table().declare(r); }
 
 // Where GPU g's rows sit in each buffer of the dispatcher, as its own mechanism computes them.
 struct Layout {

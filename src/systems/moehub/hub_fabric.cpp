@@ -300,7 +300,7 @@ class HubFabric::SmPort final : public gpu::StorePort {
           port);
     }
     const size_t lanes = rpm_ ? std::min<size_t>(static_cast<size_t>(n - 1), fabric.hub_.rpm.partitions) : 1;
-    const uint64_t staging_limit = fabric.cluster_.config().bytes("gpu.store_staging_bytes");
+    const uint64_t staging_limit = fabric.cluster_.gpu_config().store_staging_bytes;
     for (size_t i = 0; i < lanes; ++i) lanes_.emplace_back(fabric.cluster_.sim(), staging_limit);
   }
 

@@ -9,33 +9,44 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "config/param_table.h"
 #include "sim/error.h"
 #include "systems/moehub/moehub_state.h"
 
 namespace moehub {
 
-MoeHubParams MoeHubParams::from(const Config& c) {
-  MoeHubParams p;
-  p.capacity_factor = c.real("systems.moehub.capacity_factor");
-  p.metadata_bytes = static_cast<uint32_t>(c.bytes("systems.moehub.metadata_bytes"));
-  p.dispatch_transaction_bytes = static_cast<uint32_t>(c.bytes("systems.moehub.dispatch_transaction_bytes"));
-  p.epilogue_transaction_bytes = static_cast<uint32_t>(c.bytes("systems.moehub.epilogue_transaction_bytes"));
-  return p;
-}
+namespace {
 
-void declare_moehub_params(ParamRegistry& r) {
-  r.real("systems.moehub.capacity_factor",
+ParamTable<MoeHubParams> moehub_table() {
+  using P = MoeHubParams;
+  ParamTable<P> t;
+  t.real("systems.moehub.capacity_factor", &P::capacity_factor,
          "rowspMalloc region capacity per expert, as a multiple of the mean rows per expert (capped at all tokens); "
          "0: every token, the worst case")
       .at_least(0);
-  r.bytes("systems.moehub.metadata_bytes", "Source-metadata column per row, sent with st.rowsp.nop").positive();
-  r.bytes("systems.moehub.dispatch_transaction_bytes",
+  t.bytes("systems.moehub.metadata_bytes", &P::metadata_bytes, "Source-metadata column per row, sent with st.rowsp.nop")
+      .positive()
+      .at_most(1 << 24);
+  t.bytes("systems.moehub.dispatch_transaction_bytes", &P::dispatch_transaction_bytes,
           "Bytes of a row one warp store instruction of the routing kernel hands the hub (within one line)")
-      .positive();
-  r.bytes("systems.moehub.epilogue_transaction_bytes",
+      .positive()
+      .at_most(1 << 24);
+  t.bytes("systems.moehub.epilogue_transaction_bytes", &P::epilogue_transaction_bytes,
           "Bytes of an output row one warp store instruction of the GEMM2 epilogue hands the hub")
-      .positive();
+      .positive()
+      .at_most(1 << 24);
+  return t;
 }
+
+}  // namespace
+
+MoeHubParams MoeHubParams::from(const Config& c) {
+  MoeHubParams p;
+  moehub_table().read(c, p);
+  return p;
+}
+
+void declare_moehub_params(ParamRegistry& r) { moehub_table().declare(r); }
 
 MoeHubSystemImpl::MoeHubSystemImpl(const Config& config, MoeHubVariant variant)
     : v_(variant), p_(MoeHubParams::from(config)), hub_(HubConfig::from(config)) {}

@@ -13,6 +13,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "config/param_table.h"
 #include "gpu/gemm.h"
 #include "gpu/gpu.h"
 #include "gpu/memory_kernel.h"
@@ -25,12 +26,30 @@
 
 namespace moehub {
 
+namespace {
+
+ParamTable<TutelConfig> tutel_table() {
+  ParamTable<TutelConfig> t;
+  t.real("systems.tutel.capacity_factor", &TutelConfig::capacity_factor,
+         "Tutel capacity factor: > 0 static capacity k*int(cf*ceil(T/E)); 0 dynamic (max count); < 0 dynamic capped at |cf|");
+  t.choice("systems.tutel.overlap_degree", &TutelConfig::overlap_degree,
+           std::vector<std::pair<std::string, int>>{
+               {"adaptive", 0}, {"1", 1}, {"2", 2}, {"4", 4}, {"8", 8}, {"16", 16}, {"32", 32}},
+           "Chunks of the capacity dimension pipelined between all-to-all and experts (adaptive: see docs/systems.md)");
+  t.integer("systems.tutel.nccl_cta_threads", [](TutelConfig& c) -> uint32_t& { return c.nccl.threads; },
+            "Threads per NCCL CTA")
+      .at_least(32)
+      .at_most(1024);
+  return t;
+}
+
+}  // namespace
+
+void TutelConfig::declare(ParamRegistry& r) { tutel_table().declare(r); }
+
 TutelConfig TutelConfig::from(const Config& c) {
   TutelConfig t;
-  t.capacity_factor = c.real("systems.tutel.capacity_factor");
-  const std::string& d = c.string("systems.tutel.overlap_degree");
-  t.overlap_degree = d == "adaptive" ? 0 : static_cast<int>(std::stoi(d));
-  t.nccl.threads = c.integer_u32("systems.tutel.nccl_cta_threads");
+  tutel_table().read(c, t);
   return t;
 }
 
@@ -445,19 +464,12 @@ class TutelSystem final : public MoeSystem {
   std::vector<Buffers> buffers_;
 };
 
-void declare_tutel_params(ParamRegistry& r) {
-  r.real("systems.tutel.capacity_factor",
-         "Tutel capacity factor: > 0 static capacity k*int(cf*ceil(T/E)); 0 dynamic (max count); < 0 dynamic capped at |cf|");
-  r.choice("systems.tutel.overlap_degree", {"adaptive", "1", "2", "4", "8", "16", "32"},
-           "Chunks of the capacity dimension pipelined between all-to-all and experts (adaptive: see docs/systems.md)");
-  r.integer("systems.tutel.nccl_cta_threads", "Threads per NCCL CTA").at_least(32).at_most(1024);
-}
 
 }  // namespace
 
 SystemEntry tutel_system_entry() {
   return SystemEntry{"tutel", "Tutel: capacity-padded static buffers, pipelined all-to-all overlapped with experts",
-                     declare_tutel_params, [](const Config& c) -> std::unique_ptr<MoeSystem> {
+                     TutelConfig::declare, [](const Config& c) -> std::unique_ptr<MoeSystem> {
                        return std::make_unique<TutelSystem>(TutelConfig::from(c));
                      },
                      35};

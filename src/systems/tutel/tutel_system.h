@@ -17,6 +17,7 @@ struct TutelConfig {
   int overlap_degree = 0;        // systems.tutel.overlap_degree; 0 = adaptive
   NcclKernelShape nccl;          // systems.tutel.nccl_cta_threads
   static TutelConfig from(const Config& config);
+  static void declare(ParamRegistry& registry);
 };
 
 // "adaptive": Tutel searches its pipelining degree at run time and keeps the fastest; this
