@@ -33,6 +33,8 @@ uint64_t positive(const std::string& text, const char* flag) {
     throw UserError(flag, fmt::format("expected a positive integer, got '{}'", text));
   }
   if (v == 0) throw UserError(flag, "must be at least 1");
+  // cuBLAS and CUTLASS take GEMM extents as 32-bit ints.
+  if (v > INT32_MAX) throw UserError(flag, fmt::format("must be at most {} (a 32-bit GEMM extent), got {}", INT32_MAX, v));
   return v;
 }
 
