@@ -186,7 +186,15 @@ std::optional<RemoteWriteBufferPool::Pick> RemoteWriteBufferPool::candidate(uint
   Partition& p = parts_[peer];
   if (const auto due = next_deadline(peer); due && *due <= now) return Pick{p.partial_by_age.front().second, true};
   if (p.ready.empty()) return std::nullopt;
-  return Pick{slot_of(p.ready.back()), false};
+  const Order best = p.ready.back();
+  const bool ordinary_first = (best >> 126) == 0;  // priority class, plain st.
+  if (p.sending && !ordinary_first) {
+    Key next = *p.sending;
+    ++next.line_in_row;
+    const uint32_t slot = find(p, next);
+    if (slot != kNoSlot && p.slots[slot].ready) return Pick{slot, false};
+  }
+  return Pick{slot_of(best), false};
 }
 
 HubPacket RemoteWriteBufferPool::packet(uint32_t peer, const Pick& pick) const {
@@ -227,6 +235,7 @@ void RemoteWriteBufferPool::take(uint32_t peer, const Pick& pick) {
       p.ready.erase(it);
     }
   }
+  if (e.key.rowsp && !e.key.nop) p.sending = e.key;
   index_erase(p, e.key);
   e.live = false;
   if (e.mask != full_mask_) --non_full_;

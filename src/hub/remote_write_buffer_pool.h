@@ -35,7 +35,10 @@ class RemoteWriteBufferPool {
   //  1. timer bypass: the oldest partly filled entry whose age reached timer_bypass;
   //  2. otherwise among ready entries (mask full, or present at the last flush): the priority
   //     class before .nop; within a class, ordinary stores first in arrival order, then st.rowsp
-  //     by smallest RowID, then by line within the row.
+  //     by smallest RowID, then by line within the row; except that
+  //  3. a priority-class st.rowsp row already begun goes on while its next line is ready (the
+  //     paper's aim, rows "transferred contiguously": a smaller RowID arriving mid-row would
+  //     otherwise pre-empt it and leave it partly sent, its consumer tile waiting on it).
   // Partly filled entries never leave by rule 2 until they fill or are flushed.
   std::optional<Pick> candidate(uint32_t peer, Time now);
   // The packet the entry would make (and its payload alone); take() removes the entry.
@@ -105,6 +108,7 @@ class RemoteWriteBufferPool {
     // entries_per_peer long, so a flat vector beats a node-based set.
     std::vector<Order> ready;
     std::deque<std::pair<uint64_t, uint32_t>> partial_by_age;  // (seq, slot), oldest first
+    std::optional<Key> sending;  // the priority st.rowsp line sent last: its row is in progress
   };
 
   static constexpr uint32_t kNoSlot = UINT32_MAX;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -48,6 +49,20 @@ TEST(CliMoeHub, VerifyPassesWithATinyRat) {
 TEST(CliMoeHub, VerifyPassesWithATinyRpmBuffer) {
   const auto j = verify({"--systems", "moehub", "--set", "hub.rpm.entries_per_peer=2"});
   EXPECT_TRUE(j["passed"].get<bool>());
+}
+
+// Issue 27: adding the RPM made Qwen2-MoE's layer slower (mh-pkt 174.7 vs mh-base 167.2 us at
+// 4096 tokens) because strict smallest-RowID-first pre-empted rows in progress and left them
+// partly sent, their consumer tiles waiting. With rows finished once begun it no longer does.
+TEST(CliMoeHub, TheRpmDoesNotSlowTheLayer) {
+  const Result r = moehub({"run", "--model", "qwen2-moe-2.7b", "--tokens", "4096", "--systems",
+                           "mh-base,mh-pkt,mh-dep,moehub", "--format", "json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::map<std::string, double> layer;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const auto& res : j["results"]) layer[res["system"].get<std::string>()] = res["layer_us"].get<double>();
+  EXPECT_LE(layer.at("mh-pkt"), layer.at("mh-base"));
+  EXPECT_LE(layer.at("moehub"), layer.at("mh-dep"));
 }
 
 TEST(CliMoeHub, RunReportsHubStatistics) {
