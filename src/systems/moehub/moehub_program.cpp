@@ -81,7 +81,8 @@ void MoeHubSystemImpl::launch_layer(int g) {
   gpu::KernelSpec topk;
   topk.name = "router_topk_rowsp";
   topk.shape = kernels_->memory_shape();
-  topk.blocks = c.gpu_config().sm_count * c.gpu(g).blocks_per_sm(topk.shape);
+  const uint32_t fit = c.gpu(g).blocks_per_sm(topk.shape);
+  topk.blocks = c.gpu_config().sm_count * (p_.routing_blocks_per_sm ? std::min(fit, p_.routing_blocks_per_sm) : fit);
   topk.program = routing_program(g, topk.blocks);
   topk.on_done = [this, g] { fabric_->flush(g); };  // kernel end: partly merged RPM entries may leave
   c.launch(g, s, Activity::Routing, std::move(topk));

@@ -24,6 +24,7 @@ struct MoeHubParams {
   uint32_t metadata_bytes = 0;        // source-metadata column
   uint32_t dispatch_transaction_bytes = 0;
   uint32_t epilogue_transaction_bytes = 0;
+  uint32_t routing_blocks_per_sm = 0;  // routing (st.rowsp) kernel blocks per SM; 0: as many as fit
   static MoeHubParams from(const Config& c);
 };
 

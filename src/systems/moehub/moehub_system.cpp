@@ -35,6 +35,11 @@ ParamTable<MoeHubParams> moehub_table() {
           "Bytes of an output row one warp store instruction of the GEMM2 epilogue hands the hub")
       .positive()
       .at_most(1 << 24);
+  t.integer("systems.moehub.routing_blocks_per_sm", &P::routing_blocks_per_sm,
+            "Thread blocks per SM of the routing kernel that issues st.rowsp (blocks stalled on stores hold their SM's "
+            "threads from GEMM1); 0: as many as fit")
+      .at_most(1024)
+      .in_unit("blocks");
   return t;
 }
 
