@@ -96,7 +96,9 @@ TEST(ParamTable, EveryNumericParameterOfTheSimulatorHasAnUpperBound) {
   for (const ParamSpec& s : r.all()) {
     const bool numeric = s.type == ParamType::Integer || s.type == ParamType::Bytes || s.type == ParamType::Time ||
                          s.type == ParamType::IntegerList;
-    if (numeric) EXPECT_TRUE(s.max.has_value()) << s.path << " has no upper bound";
+    if (numeric) {
+      EXPECT_TRUE(s.max.has_value()) << s.path << " has no upper bound";
+    }
   }
 }
 
