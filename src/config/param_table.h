@@ -29,28 +29,23 @@ class ParamTable {
   ParamSpec& integer(std::string path, M member, std::string description) {
     using T = std::remove_reference_t<decltype(ref_of(member)(std::declval<S&>()))>;
     static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>, "an integer parameter fills an integer field");
-    return add(std::move(path), ParamType::Integer, std::move(description), member,
-               [](const Config& c, const std::string& p) { return c.integer(p); });
+    return bind<&Config::integer>(std::move(path), ParamType::Integer, member, std::move(description));
   }
   template <class M>
   ParamSpec& real(std::string path, M member, std::string description) {
-    return add(std::move(path), ParamType::Real, std::move(description), member,
-               [](const Config& c, const std::string& p) { return c.real(p); });
+    return bind<&Config::real>(std::move(path), ParamType::Real, member, std::move(description));
   }
   template <class M>
   ParamSpec& boolean(std::string path, M member, std::string description) {
-    return add(std::move(path), ParamType::Boolean, std::move(description), member,
-               [](const Config& c, const std::string& p) { return c.boolean(p); });
+    return bind<&Config::boolean>(std::move(path), ParamType::Boolean, member, std::move(description));
   }
   template <class M>
   ParamSpec& string(std::string path, M member, std::string description) {
-    return add(std::move(path), ParamType::String, std::move(description), member,
-               [](const Config& c, const std::string& p) { return c.string(p); });
+    return bind<&Config::string>(std::move(path), ParamType::String, member, std::move(description));
   }
   template <class M>
   ParamSpec& choice(std::string path, M member, std::vector<std::string> choices, std::string description) {
-    ParamSpec& s = add(std::move(path), ParamType::Choice, std::move(description), member,
-                       [](const Config& c, const std::string& p) { return c.string(p); });
+    ParamSpec& s = bind<&Config::string>(std::move(path), ParamType::Choice, member, std::move(description));
     s.choices = std::move(choices);
     return s;
   }
@@ -75,29 +70,24 @@ class ParamTable {
   // of a few stay representable. A parameter may lower the bound.
   template <class M>
   ParamSpec& time(std::string path, M member, std::string description) {
-    return add(std::move(path), ParamType::Time, std::move(description), member,
-               [](const Config& c, const std::string& p) { return c.time(p); })
+    return bind<&Config::time>(std::move(path), ParamType::Time, member, std::move(description))
         .at_most(1e18);
   }
   template <class M>
   ParamSpec& bandwidth(std::string path, M member, std::string description) {
-    return add(std::move(path), ParamType::Bandwidth, std::move(description), member,
-               [](const Config& c, const std::string& p) { return c.bandwidth(p); });
+    return bind<&Config::bandwidth>(std::move(path), ParamType::Bandwidth, member, std::move(description));
   }
   template <class M>
   ParamSpec& frequency(std::string path, M member, std::string description) {
-    return add(std::move(path), ParamType::Frequency, std::move(description), member,
-               [](const Config& c, const std::string& p) { return c.frequency(p); });
+    return bind<&Config::frequency>(std::move(path), ParamType::Frequency, member, std::move(description));
   }
   template <class M>
   ParamSpec& bytes(std::string path, M member, std::string description) {
-    return add(std::move(path), ParamType::Bytes, std::move(description), member,
-               [](const Config& c, const std::string& p) { return c.bytes(p); });
+    return bind<&Config::bytes>(std::move(path), ParamType::Bytes, member, std::move(description));
   }
   template <class M>
   ParamSpec& integer_list(std::string path, M member, std::string description) {
-    return add(std::move(path), ParamType::IntegerList, std::move(description), member,
-               [](const Config& c, const std::string& p) { return c.integer_list(p); });
+    return bind<&Config::integer_list>(std::move(path), ParamType::IntegerList, member, std::move(description));
   }
 
   // Declares every parameter, in table order. A declared bound looser than the field's type
@@ -130,6 +120,13 @@ class ParamTable {
     } else {
       return member;
     }
+  }
+
+  // A parameter read by one of Config's typed getters.
+  template <auto Get, class M>
+  ParamSpec& bind(std::string path, ParamType type, M member, std::string description) {
+    return add(std::move(path), type, std::move(description), member,
+               [](const Config& c, const std::string& p) { return (c.*Get)(p); });
   }
 
   template <class M, class Get>
