@@ -165,7 +165,7 @@ void Gpu::place(Kernel& k, uint32_t sm) {
   if (!k.per_sm.empty()) ++k.per_sm[sm];
   ++k.resident;
   k.flags[st.block] |= kStarted;
-  ++blocks_run_;
+  ++n_.blocks_run;
 
   Block* b;
   if (free_blocks_.empty()) {
@@ -233,7 +233,7 @@ void Gpu::maybe_complete(Kernel& k) {
 void Gpu::complete(Kernel& k) {
   k.done = true;
   k.times.ended = sim_.now();
-  ++kernels_completed_;
+  ++n_.kernels;
   trace_flush(k);
   if (!dispatching_) {
     active_.erase(std::remove(active_.begin(), active_.end(), &k), active_.end());
@@ -282,7 +282,7 @@ void Gpu::retire(KernelId id, uint32_t block) {
   if (k.head_valid && k.head.block == block) k.head_valid = false;
   f = static_cast<uint8_t>((f & ~(kGated | kSignalParked)) | kRetired);
   ++k.finished;
-  ++blocks_retired_;
+  ++n_.blocks_retired;
   maybe_complete(k);
 }
 
@@ -343,9 +343,9 @@ void Gpu::unpark(Kernel& k, const BlockState& st, Time since) {
 }
 
 void Gpu::count_hardware_wait(Time since) {
-  ++hardware_waits_;
+  ++n_.hardware_waits;
   const Time period = cfg_.poll_latency + cfg_.poll_sleep;
-  poll_loads_avoided_ += static_cast<uint64_t>((sim_.now() - since).ps() / period.ps()) + 1;
+  n_.poll_loads_avoided += static_cast<uint64_t>((sim_.now() - since).ps() / period.ps()) + 1;
 }
 
 // --- timeline ---
@@ -403,19 +403,10 @@ void Gpu::trace_flush(Kernel& k) {
 nlohmann::json Gpu::stats() const {
   Time sm_busy = Time::zero();
   for (const Sm& s : sms_) sm_busy += s.blocks > 0 ? s.busy + (sim_.now() - s.busy_since) : s.busy;
-  return {{"kernels", kernels_completed_},
-          {"blocks_run", blocks_run_},
-          {"blocks_retired", blocks_retired_},
-          {"polls", polls_},
-          {"hardware_waits", hardware_waits_},
-          {"poll_loads_avoided", poll_loads_avoided_},
-          {"stores", stores_},
-          {"store_bytes", store_bytes_},
-          {"loads", loads_},
-          {"load_bytes", load_bytes_},
-          {"store_refusals", store_refusals_},
-          {"sm_busy_ps", sm_busy.ps()},
-          {"memory", memory_.stats()}};
+  nlohmann::json j = GpuCounters::table().to_json(n_);
+  j["sm_busy_ps"] = sm_busy.ps();
+  j["memory"] = memory_.stats();
+  return j;
 }
 
 }  // namespace moehub::gpu

@@ -23,6 +23,7 @@
 #include "gpu/block_program.h"
 #include "gpu/coalesced_span.h"
 #include "gpu/gpu_config.h"
+#include "gpu/gpu_counters.h"
 #include "gpu/kernel.h"
 #include "gpu/shared_bandwidth.h"
 #include "gpu/store_port.h"
@@ -94,7 +95,8 @@ class Gpu {
   // --- remote loads (Step::load) ---
   void set_load_port(LoadPort* port) { load_port_ = port; }
 
-  // Counters with units in their names.
+  const GpuCounters& counters() const { return n_; }
+  // The counters, SM busy time and the memory model's statistics, for the report.
   nlohmann::json stats() const;
 
  private:
@@ -190,8 +192,7 @@ class Gpu {
   uint64_t waiter_seq_ = 0;
 
   // Statistics.
-  uint64_t blocks_run_ = 0, blocks_retired_ = 0, polls_ = 0, hardware_waits_ = 0, poll_loads_avoided_ = 0, stores_ = 0, store_bytes_ = 0, store_refusals_ = 0, loads_ = 0, load_bytes_ = 0;
-  uint64_t kernels_completed_ = 0;
+  GpuCounters n_;
   std::vector<int> group_tracks_;
   int waits_track_ = -1;
 };

@@ -79,7 +79,7 @@ void Gpu::start_poll(Block* b, const Step& s) {
 // One poll is a load: it returns after the L2 round trip and after its bytes have passed
 // through the shared memory system, whichever is later; it sees the value at that moment.
 void Gpu::poll_once(Block* b) {
-  ++polls_;
+  ++n_.polls;
   b->joins = 2;
   sim_.schedule_in(cfg_.poll_latency, [this, b] { poll_done(b); });
   memory_.request(cfg_.poll_bytes, [this, b] { poll_done(b); });
@@ -118,11 +118,11 @@ void Gpu::offer_store(Block* b) {
   const StoreRequest r{index_,         b->step.dst_gpu, b->step.bytes, b->step.tag, static_cast<uint32_t>(b->state.sm),
                        b->kernel->id, b->state.block};
   if (!port_->try_store(r, [this, b] { offer_store(b); })) {
-    ++store_refusals_;
+    ++n_.store_refusals;
     return;
   }
-  ++stores_;
-  store_bytes_ += r.bytes;
+  ++n_.stores;
+  n_.store_bytes += r.bytes;
   run_block(b);
 }
 
@@ -140,8 +140,8 @@ void Gpu::issue_load(Block* b, const Step& s) {
   sm.store_free = start + store_bandwidth_.transfer_time(s.bytes);
   const LoadRequest r{index_, s.dst_gpu, s.bytes, s.tag, static_cast<uint32_t>(b->state.sm), b->kernel->id, b->state.block};
   sim_.schedule_at(sm.store_free, [this, b, r] {
-    ++loads_;
-    load_bytes_ += r.bytes;
+    ++n_.loads;
+    n_.load_bytes += r.bytes;
     load_port_->load(r, [this, b] { run_block(b); });
   });
 }

@@ -93,19 +93,19 @@ void AddressAllocationUnit::arrive(const RowspStore& w, PlacementCallback done) 
   const uint64_t looked_up = slot + cfg_.rat_lookup_cycles;
 
   if (auto it = pending_.find(key); it != pending_.end()) {
-    ++pending_joins_;
+    ++n_.rat_pending_joins;
     it->second.push_back(Waiter{w.row_offset, std::move(done)});
     return;
   }
   if (const auto local = rat_.lookup(key)) {
-    ++hits_;
+    ++n_.rat_hits;
     const AptRegion* r = apt_.find(key.region);
     answer_at(clock_.time_of(looked_up),
               Placement{PlacementStatus::Placed, *local, r->base + *local * r->row_size + w.row_offset, false},
               std::move(done));
     return;
   }
-  ++misses_;
+  ++n_.rat_misses;
   std::vector<Waiter> waiters;
   waiters.push_back(Waiter{w.row_offset, std::move(done)});
   if (region->spilled_rows == 0) {
@@ -113,8 +113,8 @@ void AddressAllocationUnit::arrive(const RowspStore& w, PlacementCallback done) 
     resolve_miss(key, looked_up, false, std::move(waiters));
     return;
   }
-  ++spill_checks_;
-  restore_read_bytes_ += cfg_.spill_entry_bytes;
+  ++n_.rat_spill_checks;
+  n_.spill_read_bytes += cfg_.spill_entry_bytes;
   pending_.emplace(key, std::move(waiters));
   sim_.schedule_at(clock_.time_of(looked_up), [this, key] {
     memory_(MemoryOp::Read, cfg_.spill_entry_bytes, [this, key] {
@@ -131,14 +131,14 @@ void AddressAllocationUnit::resolve_miss(const RatKey& key, uint64_t cycle, bool
   Placement row;
   const auto spilled = check_spill ? spilled_.find(key) : spilled_.end();
   if (spilled != spilled_.end()) {
-    ++restores_;
+    ++n_.rat_restores;
     row.local_row_id = spilled->second;
     row.restored = true;
   } else {
     cycle += cfg_.apt_cycles;
     const auto local = apt_.allocate(key.region);
     if (!local) {
-      overflows_ += waiters.size();
+      n_.region_overflow_writes += waiters.size();
       if (first_failure_.empty()) {
         first_failure_ = fmt::format("region {} of GPU {} overflowed its capacity of {} rows at RowID {}",
                                      key.region, gpu_, region->capacity_rows, key.row_id);
@@ -146,15 +146,15 @@ void AddressAllocationUnit::resolve_miss(const RatKey& key, uint64_t cycle, bool
       complete(key, Placement{PlacementStatus::RegionOverflow, 0, 0, false}, cycle, std::move(waiters));
       return;
     }
-    ++rows_allocated_;
+    ++n_.rows_allocated;
     row.local_row_id = *local;
   }
   rat_.reserve_access(key, cycle, clock_.cycle_at_or_after(sim_.now()));  // the fill
   if (const auto victim = rat_.insert(key, row.local_row_id)) {
-    ++evictions_;
+    ++n_.rat_evictions;
     spilled_[victim->key] = victim->local_row_id;
     if (AptRegion* r = apt_.find(victim->key.region)) ++r->spilled_rows;
-    spill_bytes_ += cfg_.spill_entry_bytes;
+    n_.spill_write_bytes += cfg_.spill_entry_bytes;
     memory_(MemoryOp::Write, cfg_.spill_entry_bytes, [] {});
   }
   complete(key, row, cycle, std::move(waiters));
@@ -203,18 +203,10 @@ void AddressAllocationUnit::throw_if_failed() const {
   if (failed()) throw RowspError(RowspErrorKind::RegionOverflow, fmt::format("rowspMalloc on GPU {}", gpu_), first_failure_);
 }
 
-nlohmann::json AddressAllocationUnit::stats() const {
-  return {{"rat_hits", hits_},
-          {"rat_misses", misses_},
-          {"rat_evictions", evictions_},
-          {"rat_restores", restores_},
-          {"rat_spill_checks", spill_checks_},
-          {"rat_pending_joins", pending_joins_},
-          {"rat_bank_conflict_cycles", rat_.bank_conflict_cycles()},
-          {"rows_allocated", rows_allocated_},
-          {"region_overflow_writes", overflows_},
-          {"spill_write_bytes", spill_bytes_},
-          {"spill_read_bytes", restore_read_bytes_}};
+AauCounters AddressAllocationUnit::counters() const {
+  AauCounters c = n_;
+  c.rat_bank_conflict_cycles = rat_.bank_conflict_cycles();
+  return c;
 }
 
 }  // namespace moehub

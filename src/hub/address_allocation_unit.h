@@ -13,12 +13,12 @@
 
 #include <cstdint>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "hub/allocation_pointer_table.h"
+#include "hub/hub_counters.h"
 #include "hub/hub_clock.h"
 #include "hub/hub_config.h"
 #include "hub/row_allocation_table.h"
@@ -69,13 +69,12 @@ class AddressAllocationUnit {
   const RowAllocationTable& rat() const { return rat_; }
   uint32_t gpu() const { return gpu_; }
 
-  uint64_t rat_hits() const { return hits_; }
-  uint64_t rat_misses() const { return misses_; }
-  uint64_t rat_evictions() const { return evictions_; }
-  uint64_t rat_restores() const { return restores_; }
-  uint64_t region_overflows() const { return overflows_; }
-  // rat_hits, rat_misses, rat_evictions, rat_restores, spill checks, bank conflicts, traffic.
-  nlohmann::json stats() const;
+  uint64_t rat_hits() const { return n_.rat_hits; }
+  uint64_t rat_misses() const { return n_.rat_misses; }
+  uint64_t rat_evictions() const { return n_.rat_evictions; }
+  uint64_t rat_restores() const { return n_.rat_restores; }
+  uint64_t region_overflows() const { return n_.region_overflow_writes; }
+  AauCounters counters() const;
 
  private:
   struct Waiter {
@@ -117,9 +116,7 @@ class AddressAllocationUnit {
   uint32_t open_batch_ = UINT32_MAX;  // the batch the next answer may join, while its event is pending
   Time open_at_;
 
-  uint64_t hits_ = 0, misses_ = 0, evictions_ = 0, restores_ = 0, overflows_ = 0;
-  uint64_t spill_checks_ = 0, pending_joins_ = 0, rows_allocated_ = 0;
-  uint64_t spill_bytes_ = 0, restore_read_bytes_ = 0;
+  AauCounters n_;  // rat_bank_conflict_cycles is the RAT's, filled in by counters()
 };
 
 }  // namespace moehub

@@ -88,7 +88,7 @@ void DataAvailabilityManager::reset() {
 }
 
 void DataAvailabilityManager::on_write_ack(uint64_t address, uint64_t bytes) {
-  ++acks_;
+  ++n_.acks;
   // The table lookup and counter update take lookup_cycles; a constant delay keeps acks in order.
   const Time at = clock_.time_of(clock_.cycle_at_or_after(sim_.now()) + cfg_.lookup_cycles);
   const bool scheduled = !pipeline_.empty() && pipeline_.back().at == at;
@@ -109,7 +109,7 @@ void DataAvailabilityManager::drain_pipeline() {
 }
 
 void DataAvailabilityManager::process_ack(uint64_t address, uint64_t bytes) {
-  if (all_ready_at_) ++acks_after_all_ready_;
+  if (all_ready_at_) ++n_.acks_after_all_ready;
   uint64_t counted_once = 0;
   bool matched = false;
   table_.for_each_overlap(address, bytes, [&](const DependencyEntry& e, uint64_t counted) {
@@ -120,7 +120,7 @@ void DataAvailabilityManager::process_ack(uint64_t address, uint64_t bytes) {
     if (!g.signalled && g.counter >= g.threshold) emit(e.group, g, DamSignalKind::Ready);
   });
   if (!matched) {
-    unmatched_bytes_ += bytes;
+    n_.unmatched_ack_bytes += bytes;
     return;
   }
   global_ += counted_once;
@@ -138,9 +138,9 @@ DataAvailabilityManager::Group& DataAvailabilityManager::group(uint32_t id) {
 
 void DataAvailabilityManager::emit(uint32_t group, Group& g, DamSignalKind kind) {
   g.signalled = true;
-  if (kind == DamSignalKind::Ready) ++releases_;
-  if (kind == DamSignalKind::PartialReady) ++partial_releases_;
-  if (kind == DamSignalKind::Retired) ++retired_;
+  if (kind == DamSignalKind::Ready) ++n_.releases;
+  if (kind == DamSignalKind::PartialReady) ++n_.partial_releases;
+  if (kind == DamSignalKind::Retired) ++n_.retired_groups;
   signals_.push_back(DamSignal{group, kind, sim_.now(), g.counter});
   signal_(signals_.back());
 }
@@ -159,15 +159,10 @@ uint64_t DataAvailabilityManager::counter(uint32_t group) const {
   return g ? g->counter : 0;
 }
 
-nlohmann::json DataAvailabilityManager::stats() const {
-  return {{"acks", acks_},
-          {"releases", releases_},
-          {"partial_releases", partial_releases_},
-          {"retired_groups", retired_},
-          {"counted_bytes", global_},
-          {"unmatched_ack_bytes", unmatched_bytes_},
-          {"acks_after_all_ready", acks_after_all_ready_},
-          {"all_ready_ps", all_ready_at_ ? nlohmann::json(all_ready_at_->ps()) : nlohmann::json(nullptr)}};
+DamCounters DataAvailabilityManager::counters() const {
+  DamCounters c = n_;
+  c.counted_bytes = global_;
+  return c;
 }
 
 }  // namespace moehub

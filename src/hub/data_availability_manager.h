@@ -12,12 +12,12 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
 
 #include "hub/dependency_table.h"
 #include "hub/hub_clock.h"
+#include "hub/hub_counters.h"
 #include "hub/hub_config.h"
 #include "sim/simulator.h"
 
@@ -64,8 +64,7 @@ class DataAvailabilityManager {
   std::optional<Time> all_ready_time() const { return all_ready_at_; }
   uint64_t counter(uint32_t group) const;
   uint64_t global_counter() const { return global_; }
-  // releases, partial releases, retired groups, acks, counted and unmatched bytes.
-  nlohmann::json stats() const;
+  DamCounters counters() const;
 
  private:
   struct Group {
@@ -97,7 +96,7 @@ class DataAvailabilityManager {
   bool every_group_signalled_once() const {
     uint64_t unsignalled = 0;
     for (const GroupSlot& s : groups_) unsignalled += s.group.signalled ? 0 : 1;
-    return unsignalled == 0 && releases_ + partial_releases_ + retired_ == groups_.size();
+    return unsignalled == 0 && n_.releases + n_.partial_releases + n_.retired_groups == groups_.size();
   }
 
  private:
@@ -109,8 +108,7 @@ class DataAvailabilityManager {
   uint64_t global_ = 0;
   std::optional<Time> all_ready_at_;
   std::vector<DamSignal> signals_;
-  uint64_t acks_ = 0, unmatched_bytes_ = 0, acks_after_all_ready_ = 0;
-  uint64_t releases_ = 0, partial_releases_ = 0, retired_ = 0;
+  DamCounters n_;  // counted_bytes is global_, filled in by counters()
   uint64_t epoch_ = 0;  // reset() invalidates acks still in the lookup pipeline
   // Acks in the lookup pipeline, in arrival (and so completion) order. Acks that complete in
   // the same hub cycle are processed by one event, in arrival order.

@@ -29,7 +29,7 @@ void PacketScheduler::pump() {
     HubPacket pkt;
     const bool sent = port_.can_send(peer, pool_.payload_bytes(peer, *pick)) && port_.try_send(pkt = pool_.packet(peer, *pick));
     if (!sent) {
-      ++refusals_;
+      ++n_.port_refusals;
       blocked_[peer] = true;
       port_.notify_when_ready(peer, [this, peer] {
         blocked_[peer] = false;
@@ -38,11 +38,11 @@ void PacketScheduler::pump() {
       continue;
     }
     pool_.take(peer, *pick);
-    ++packets_;
-    payload_bytes_ += pkt.payload_bytes;
-    if (pkt.timer_bypass) ++bypasses_;
-    else if (pkt.flushed) ++flushed_packets_;
-    else ++full_packets_;
+    ++n_.packets;
+    n_.payload_bytes += pkt.payload_bytes;
+    if (pkt.timer_bypass) ++n_.timer_bypasses;
+    else if (pkt.flushed) ++n_.flushed_packets;
+    else ++n_.full_packets;
     next_partition_ = (peer + 1) % n;
     next_issue_ = clock_.time_of(clock_.cycle_at_or_after(now) + pool_.config().issue_cycles);
     // Under back-pressure the packet just sent fills the port again: a pump at the next issue
@@ -74,17 +74,6 @@ void PacketScheduler::arm_timer() {
   sim_.cancel(timer_event_);
   timer_at_ = earliest;
   timer_event_ = sim_.schedule_at(max(earliest, sim_.now()), [this] { wake(); });
-}
-
-nlohmann::json PacketScheduler::stats() const {
-  const double capacity = static_cast<double>(packets_) * pool_.config().entry_bytes;
-  return {{"packets", packets_},
-          {"payload_bytes", payload_bytes_},
-          {"mean_packet_fill", packets_ ? static_cast<double>(payload_bytes_) / capacity : 0.0},
-          {"full_packets", full_packets_},
-          {"timer_bypasses", bypasses_},
-          {"flushed_packets", flushed_packets_},
-          {"port_refusals", refusals_}};
 }
 
 }  // namespace moehub

@@ -8,10 +8,10 @@
 
 #include <cstdint>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "hub/hub_clock.h"
+#include "hub/hub_counters.h"
 #include "hub/hub_packet.h"
 #include "hub/remote_write_buffer_pool.h"
 #include "sim/simulator.h"
@@ -27,11 +27,10 @@ class PacketScheduler {
   // Called (once each) when an entry of `peer` leaves the buffer.
   void on_entry_freed(std::function<void(uint32_t peer)> hook) { freed_hook_ = std::move(hook); }
 
-  uint64_t packets() const { return packets_; }
-  uint64_t timer_bypasses() const { return bypasses_; }
-  // packets, payload bytes, mean fill (payload / entry bytes), full / bypass / flushed packets,
-  // port refusals.
-  nlohmann::json stats() const;
+  uint64_t packets() const { return n_.packets; }
+  uint64_t timer_bypasses() const { return n_.timer_bypasses; }
+  // Packets and payload sent, full / timer-bypass / flushed packets, port refusals.
+  const RpmCounters& counters() const { return n_; }
 
  private:
   void pump();
@@ -53,8 +52,7 @@ class PacketScheduler {
   bool waiting_for_port_ = false;
   std::function<void(uint32_t)> freed_hook_;
 
-  uint64_t packets_ = 0, payload_bytes_ = 0, full_packets_ = 0, bypasses_ = 0, flushed_packets_ = 0;
-  uint64_t refusals_ = 0;
+  RpmCounters n_;  // the scheduler's part: what left the buffer and how
 };
 
 }  // namespace moehub

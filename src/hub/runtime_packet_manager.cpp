@@ -44,12 +44,14 @@ void RuntimePacketManager::entry_freed(uint32_t peer) {
   }
 }
 
-nlohmann::json RuntimePacketManager::stats() const {
-  nlohmann::json j = scheduler_.stats();
-  j["stores"] = pool_.stores();
-  j["merges"] = pool_.merges();
-  j["store_refusals"] = store_refusals_;
-  return j;
+RpmCounters RuntimePacketManager::counters() const {
+  RpmCounters c = scheduler_.counters();
+  c.stores = pool_.stores();
+  c.merges = pool_.merges();
+  c.store_refusals = store_refusals_;
+  return c;
 }
+
+double RuntimePacketManager::mean_packet_fill() const { return counters().mean_packet_fill(pool_.config().entry_bytes); }
 
 }  // namespace moehub

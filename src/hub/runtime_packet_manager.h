@@ -4,7 +4,6 @@
 // and call back); the network side is a PacketPort.
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "hub/hub_config.h"
@@ -32,8 +31,9 @@ class RuntimePacketManager {
 
   size_t buffered() const { return pool_.buffered(); }
   const RemoteWriteBufferPool& pool() const { return pool_; }
-  // stores, merges, packets, mean_packet_fill, timer_bypasses, ...
-  nlohmann::json stats() const;
+  RpmCounters counters() const;
+  // Payload over the capacity of the packets sent (0 if none).
+  double mean_packet_fill() const;
 
  private:
   void entry_freed(uint32_t peer);

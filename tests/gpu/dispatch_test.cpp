@@ -75,7 +75,7 @@ TEST(Dispatch, PersistentGridFillsItsSms) {
   sim.run();
   EXPECT_EQ(gpu.kernel_times(id).blocks, 40u);
   EXPECT_EQ(gpu.kernel_times(id).ended->ps(), kLaunchGapPs + 3000000);
-  EXPECT_EQ(gpu.stats()["blocks_run"], 40);
+  EXPECT_EQ(gpu.counters().blocks_run, 40u);
 }
 
 TEST(Dispatch, ConcurrentKernelsShareTheSms) {
@@ -116,8 +116,8 @@ TEST(Dispatch, GatedBlocksRunOnlyWhenReleasedAndRetiredOnesNever) {
   });
   sim.run();
   EXPECT_EQ(gpu.kernel_times(id).ended->ps(), 7000000);  // block 2 ended at 6 us; retirements end the kernel
-  EXPECT_EQ(gpu.stats()["blocks_run"], 2);
-  EXPECT_EQ(gpu.stats()["blocks_retired"], 2);
+  EXPECT_EQ(gpu.counters().blocks_run, 2u);
+  EXPECT_EQ(gpu.counters().blocks_retired, 2u);
 }
 
 TEST(Dispatch, HardwareWaitsReleaseInThresholdOrder) {

@@ -75,7 +75,7 @@ TEST(StorePort, StoresLeaveAtTheSmLoadStoreRate) {
   EXPECT_EQ(s.tag, 101u);
   EXPECT_EQ(s.sm, 5u);
   EXPECT_EQ(s.block, 1u);
-  EXPECT_EQ(gpu.stats()["store_bytes"], 2 * 6336);
+  EXPECT_EQ(gpu.counters().store_bytes, uint64_t{2 * 6336});
 }
 
 TEST(StorePort, DifferentSmsIssueInParallel) {
@@ -104,7 +104,7 @@ TEST(StorePort, BackPressureHoldsTheBlockUntilThePortRetries) {
   ASSERT_EQ(port.accepted.size(), 1u);
   EXPECT_EQ(port.accepted[0].at_ps, 4000000);
   EXPECT_EQ(gpu.kernel_times(id).ended->ps(), 4000000);
-  EXPECT_EQ(gpu.stats()["store_refusals"], 1);
+  EXPECT_EQ(gpu.counters().store_refusals, uint64_t{1});
 }
 
 TEST(StorePort, StoreWithoutAPortIsALogicError) {

@@ -42,9 +42,9 @@ Outcome waiters_and_unrelated_kernel(WaitMode mode) {
   const KernelId u = gpu.create_stream("compute").launch(std::move(other));
   sim.schedule_at(Time::from_us(10), [&] { gpu.signal_add(ready, 1); });
   sim.run();
-  const auto st = gpu.stats();
-  return {gpu.kernel_times(w).ended->ps(), gpu.kernel_times(u).ended->ps(), st["polls"].get<uint64_t>(),
-          st["hardware_waits"].get<uint64_t>(), st["poll_loads_avoided"].get<uint64_t>()};
+  const GpuCounters& st = gpu.counters();
+  return {gpu.kernel_times(w).ended->ps(), gpu.kernel_times(u).ended->ps(), st.polls, st.hardware_waits,
+          st.poll_loads_avoided};
 }
 
 TEST(Wait, PollModeWaitersDelayAnUnrelatedKernel) {
@@ -87,7 +87,7 @@ TEST(Wait, PollsCostMemoryTrafficAndSleepStretchesTheInterval) {
   sim.run();
   // Polls complete at 1.5 + 0.15 + 0.25 j us; the first at or after 3 us is j = 6: 3.15 us.
   EXPECT_EQ(gpu.kernel_times(id).ended->ps(), 3150000);
-  EXPECT_EQ(gpu.stats()["polls"], 7);
+  EXPECT_EQ(gpu.counters().polls, uint64_t{7});
   EXPECT_EQ(gpu.memory().bytes_served(), 7u * 32u);
 }
 

@@ -59,7 +59,7 @@ TEST_F(AauTest, HitMissAndBankTimingAreExact) {
   EXPECT_EQ(got[2].p.address, kBase + kRow);
   EXPECT_EQ(aau->rat_hits(), 1u);
   EXPECT_EQ(aau->rat_misses(), 2u);
-  EXPECT_EQ(aau->stats()["rat_bank_conflict_cycles"], 3);  // 1 + 2 cycles waited by the 2nd and 3rd lookups
+  EXPECT_EQ(aau->counters().rat_bank_conflict_cycles, 3u);  // 1 + 2 cycles waited by the 2nd and 3rd lookups
   EXPECT_TRUE(mem.ops.empty());
 }
 
@@ -96,7 +96,7 @@ TEST_F(AauTest, DifferentBanksDoNotConflict) {
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].at.ps(), 3000);
   EXPECT_EQ(got[1].at.ps(), 3000);
-  EXPECT_EQ(aau->stats()["rat_bank_conflict_cycles"], 0);
+  EXPECT_EQ(aau->counters().rat_bank_conflict_cycles, 0u);
 }
 
 // A one-entry RAT: B evicts A (a spill write); a late packet of A reads the spill area and
@@ -129,10 +129,10 @@ TEST_F(AauTest, EvictionAndRestoreKeepTheRowWhole) {
   EXPECT_EQ(aau->rat_misses(), 4u);
   EXPECT_EQ(aau->rat_evictions(), 3u);  // A by B, B by A, A by C
   EXPECT_EQ(aau->rat_restores(), 1u);
-  EXPECT_EQ(aau->stats()["rat_pending_joins"], 1);
+  EXPECT_EQ(aau->counters().rat_pending_joins, 1u);
   EXPECT_EQ(mem.count(MemoryOp::Write), 3u);
   EXPECT_EQ(mem.count(MemoryOp::Read), 2u);
-  EXPECT_EQ(aau->stats()["spill_write_bytes"], 96);
+  EXPECT_EQ(aau->counters().spill_write_bytes, 96u);
 }
 
 TEST_F(AauTest, OverflowIsCountedAndFailsTheRunWithoutOverwriting) {

@@ -67,7 +67,7 @@ TEST_F(DamTest, ReleasesExactlyAtTheThreshold) {
   ack_at(Time::from_ns(30), row(0), 128);
   sim.run();
   EXPECT_EQ(seen.size(), 1u);
-  EXPECT_EQ(dam.stats()["releases"], 1);
+  EXPECT_EQ(dam.counters().releases, 1u);
 }
 
 TEST_F(DamTest, AllReadyReleasesThePartialTileAndRetiresEmptyGroups) {
@@ -93,11 +93,10 @@ TEST_F(DamTest, AllReadyReleasesThePartialTileAndRetiresEmptyGroups) {
   EXPECT_EQ(seen[3].kind, DamSignalKind::Retired);
   EXPECT_EQ(seen[3].at.ps(), 87000);
   EXPECT_EQ(dam.all_ready_time(), Time::from_ns(87));
-  const auto st = dam.stats();
-  EXPECT_EQ(st["releases"], 2);
-  EXPECT_EQ(st["partial_releases"], 1);
-  EXPECT_EQ(st["retired_groups"], 1);
-  EXPECT_EQ(st["all_ready_ps"], 87000);
+  const DamCounters st = dam.counters();
+  EXPECT_EQ(st.releases, 2u);
+  EXPECT_EQ(st.partial_releases, 1u);
+  EXPECT_EQ(st.retired_groups, 1u);
   EXPECT_TRUE(dam.every_group_signalled_once());  // 2 ready + 1 partly ready + 1 retired = 4 groups
 }
 
@@ -138,7 +137,7 @@ TEST_F(DamTest, UnmatchedAcksAndResetDropNothingSilently) {
   dam.add_tiling(tiling());
   ack_at(Time::zero(), 0x999999, 128);
   sim.run();
-  EXPECT_EQ(dam.stats()["unmatched_ack_bytes"], 128);
+  EXPECT_EQ(dam.counters().unmatched_ack_bytes, 128u);
   dam.on_write_ack(row(0), 1024);  // in the lookup pipeline when the DAM is reset
   dam.reset();
   sim.run();

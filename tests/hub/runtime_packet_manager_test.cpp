@@ -87,10 +87,10 @@ TEST(Rpm, MergesSmallRowspStoresIntoFull128BytePackets) {
   EXPECT_FALSE(a.timer_bypass);
   EXPECT_EQ(port.sent[1].at.ps(), 10000);
   EXPECT_EQ(port.sent[1].p.row_offset, 384u);
-  const auto st = rpm.stats();
-  EXPECT_EQ(st["merges"], 10);  // 7 + 3 stores merged into an existing entry
-  EXPECT_EQ(st["packets"], 2);
-  EXPECT_EQ(st["mean_packet_fill"], 1.0);
+  const RpmCounters st = rpm.counters();
+  EXPECT_EQ(st.merges, 10u);  // 7 + 3 stores merged into an existing entry
+  EXPECT_EQ(st.packets, 2u);
+  EXPECT_EQ(rpm.mean_packet_fill(), 1.0);
   EXPECT_EQ(rpm.buffered(), 0u);
 }
 
@@ -138,7 +138,7 @@ TEST(Rpm, FullEntriesGoFirstAndPartialOnesWaitWithoutTimer) {
   ASSERT_EQ(port.sent.size(), 2u);
   EXPECT_EQ(port.sent[1].at, Time::from_us(5));
   EXPECT_EQ(port.sent[1].p.row_id, 1u);
-  EXPECT_EQ(rpm.stats()["flushed_packets"], 1);
+  EXPECT_EQ(rpm.counters().flushed_packets, 1u);
   EXPECT_TRUE(drained);
 }
 
@@ -180,8 +180,8 @@ TEST(Rpm, TimerBypassSendsAPartialEntryWhenItsTimeIsUp) {
   EXPECT_EQ(port.sent[0].at, Time::from_ns(103));  // created at 3 ns + 100 ns
   EXPECT_TRUE(port.sent[0].p.timer_bypass);
   EXPECT_EQ(port.sent[0].p.payload_bytes, 32u);
-  EXPECT_EQ(rpm.stats()["timer_bypasses"], 1);
-  EXPECT_EQ(rpm.stats()["mean_packet_fill"], 0.25);
+  EXPECT_EQ(rpm.counters().timer_bypasses, 1u);
+  EXPECT_EQ(rpm.mean_packet_fill(), 0.25);
 }
 
 TEST(Rpm, PollsPartitionsRoundRobinOnePacketPerCycle) {
@@ -219,7 +219,7 @@ TEST(Rpm, ACongestedPeerDoesNotBlockTheOthers) {
   EXPECT_EQ(port.sent[3].at, Time::from_ns(20));
   EXPECT_EQ(port.sent[3].p.peer, 0u);
   EXPECT_EQ(port.sent[5].p.row_id, 2u);
-  EXPECT_GE(rpm.stats()["port_refusals"], 1);
+  EXPECT_GE(rpm.counters().port_refusals, 1u);
 }
 
 TEST(Rpm, AFullPartitionRefusesAndCallsBackWhenAnEntryLeaves) {
@@ -237,9 +237,9 @@ TEST(Rpm, AFullPartitionRefusesAndCallsBackWhenAnEntryLeaves) {
   sim.schedule_at(Time::from_ns(7), [&] { port.open(0); });
   sim.run();
   EXPECT_EQ(called, Time::from_ns(7));
-  EXPECT_EQ(rpm.stats()["store_refusals"], 1);
+  EXPECT_EQ(rpm.counters().store_refusals, 1u);
   EXPECT_EQ(port.sent.size(), 2u);
-  EXPECT_EQ(rpm.stats()["mean_packet_fill"], 1.0);
+  EXPECT_EQ(rpm.mean_packet_fill(), 1.0);
 }
 
 TEST(Rpm, StoresThatAreNotWholeGranulesAreAConfigurationError) {
@@ -340,8 +340,8 @@ TEST(RpmProperty, NeverSendsALaterRowAheadOfAnEarlierOneExceptToFinishARowInProg
     ASSERT_EQ(next, stores.size());
     EXPECT_EQ(rpm.buffered(), 0u);  // every line of every row became full and left
     EXPECT_EQ(checked, 3u * 12 * 3);
-    EXPECT_EQ(rpm.stats()["timer_bypasses"], 0);
-    EXPECT_EQ(rpm.stats()["mean_packet_fill"], 1.0);
+    EXPECT_EQ(rpm.counters().timer_bypasses, 0u);
+    EXPECT_EQ(rpm.mean_packet_fill(), 1.0);
   }
 }
 
@@ -410,7 +410,7 @@ TEST(RpmProperty, WaitingOnAFullPortSendsWhatOfferingWouldHaveSent) {
       feed();
       sim.run();
       sent[answers] = port.sent;
-      offers[answers] = port.offers + rpm.stats()["port_refusals"].get<uint64_t>();
+      offers[answers] = port.offers + rpm.counters().port_refusals;
       events[answers] = sim.events_executed();
       EXPECT_EQ(rpm.buffered(), 0u);
     }

@@ -58,14 +58,14 @@ class CcfuserSystem final : public MoeSystem {
     nlohmann::json per = nlohmann::json::array();
     for (int g = 0; g < cluster.gpus(); ++g) {
       const CcfuserGpuPlan& pl = plan_->gpu(g);
-      const nlohmann::json d = cluster.gpu(g).stats();
+      const gpu::GpuCounters& d = cluster.gpu(g).counters();
       per.push_back({{"gpu", g},
                      {"blocks", pl.blocks.size()},
                      {"pairs", pl.pairs.size()},
                      {"fetched_blocks", pl.fetch_blocks},
-                     {"polls", d["polls"]},
-                     {"loads", d["loads"]},
-                     {"load_bytes", d["load_bytes"]},
+                     {"polls", d.polls},
+                     {"loads", d.loads},
+                     {"load_bytes", d.load_bytes},
                      {"gemm1_sms_used", gpu_[static_cast<size_t>(g)].sms_used.size()}});
     }
     return {{"schedule", p_.schedule == CcfuserParams::Schedule::WorkQueue ? "work_queue" : "static_pairs"},

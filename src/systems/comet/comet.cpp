@@ -64,7 +64,7 @@ class CometSystem final : public MoeSystem {
       nlohmann::json x = {{"gpu", g},
                           {"dispatch_comm_blocks", plan_->gpu(g).comm_blocks},
                           {"gather_rs_ctas", p_.gather_rs_ctas},
-                          {"polls", d.stats()["polls"]},
+                          {"polls", d.counters().polls},
                           {"dispatch_comm_sm_min", s.comm_sm_min},
                           {"dispatch_comm_sm_max", s.comm_sm_max},
                           {"gather_rs_sm_min", s.rs_sm_min},

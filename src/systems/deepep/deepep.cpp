@@ -170,15 +170,9 @@ class DeepEpSystem final : public MoeSystem {
 
   // What the SM-issued path costs: polls by the spinning warp groups and stores to peers.
   nlohmann::json stats(Cluster& cluster) override {
-    uint64_t polls = 0, stores = 0, store_bytes = 0, refusals = 0;
-    for (int g = 0; g < cluster.gpus(); ++g) {
-      const nlohmann::json s = cluster.gpu(g).stats();
-      polls += s["polls"].get<uint64_t>();
-      stores += s["stores"].get<uint64_t>();
-      store_bytes += s["store_bytes"].get<uint64_t>();
-      refusals += s["store_refusals"].get<uint64_t>();
-    }
-    nlohmann::json j{{"polls", polls}, {"stores", stores}, {"store_bytes", store_bytes}, {"store_refusals", refusals}};
+    gpu::GpuCounters n;
+    for (int g = 0; g < cluster.gpus(); ++g) gpu::GpuCounters::table().add(n, cluster.gpu(g).counters());
+    nlohmann::json j{{"polls", n.polls}, {"stores", n.stores}, {"store_bytes", n.store_bytes}, {"store_refusals", n.store_refusals}};
     j["deepep_dispatch_GBps"] = deepep_rate(cluster, true);
     j["deepep_combine_GBps"] = deepep_rate(cluster, false);
     return j;

@@ -27,13 +27,6 @@ uint64_t mask_of(uint64_t offset_in_line, uint64_t bytes, uint32_t granule) {
   return ones << first;
 }
 
-// Sums every unsigned counter of `from` into `into`.
-void add_counters(nlohmann::json& into, const nlohmann::json& from) {
-  for (const auto& [key, value] : from.items()) {
-    if (!value.is_number_unsigned()) continue;
-    into[key] = (into.contains(key) ? into[key].get<uint64_t>() : 0) + value.get<uint64_t>();
-  }
-}
 }  // namespace
 
 uint64_t HubTag::st_rowsp(MallocId id, uint64_t row_id, uint64_t row_offset, bool nop) {
@@ -238,8 +231,8 @@ class HubFabric::FabricPort final : public PacketPort, public RoomListener, publ
     p.client = this;
     p.ack_awaited = false;  // the hub counts its acks; the DAM reacts to local write completions
     f_.cluster_.network().send(std::move(p));
-    ++packets_;
-    payload_ += h.payload_bytes;
+    ++n_.packets;
+    n_.payload_bytes += h.payload_bytes;
     return true;
   }
 
@@ -257,13 +250,9 @@ class HubFabric::FabricPort final : public PacketPort, public RoomListener, publ
     run_waiters(room_waiters_, room_scratch_);
   }
 
-  void on_ack(const Packet&) override { ++acks_; }
+  void on_ack(const Packet&) override { ++n_.network_acks; }
 
-  nlohmann::json stats() const {
-    return {{"packets", packets_}, {"payload_bytes", payload_}, {"network_acks", acks_}};
-  }
-  uint64_t packets() const { return packets_; }
-  uint64_t payload() const { return payload_; }
+  const EgressCounters& counters() const { return n_; }
 
  private:
   // A packet's header: its store encoding without the RowOffset, which rows above 64 KiB
@@ -278,7 +267,7 @@ class HubFabric::FabricPort final : public PacketPort, public RoomListener, publ
   std::vector<Callback> room_scratch_;
   std::vector<Callback> room_waiters_;
   bool room_requested_ = false;
-  uint64_t packets_ = 0, payload_ = 0, acks_ = 0;
+  EgressCounters n_;
 };
 
 // SM side: the GPU's store port. Stores wait in staging lanes, are cut into line-bounded
@@ -457,36 +446,23 @@ void HubFabric::flush(int g) {
   if (auto* r = nodes_.at(static_cast<size_t>(g))->sm.rpm()) r->flush();
 }
 
-uint64_t HubFabric::packets_sent() const {
-  uint64_t n = 0;
-  for (const auto& node : nodes_) n += node->port.packets();
-  return n;
+const CounterTable<EgressCounters>& EgressCounters::table() {
+  using S = EgressCounters;
+  static const CounterTable<S> t{{"packets", "packets", "packets the hubs put on the network", &S::packets},
+                                 {"payload_bytes", "B", "payload bytes in those packets", &S::payload_bytes},
+                                 {"network_acks", "acks", "network acknowledgements of those packets", &S::network_acks}};
+  return t;
 }
 
-double HubFabric::mean_packet_fill() const {
-  uint64_t payload = 0;
-  for (const auto& node : nodes_) payload += node->port.payload();
-  const uint64_t n = packets_sent();
-  return n ? static_cast<double>(payload) / (static_cast<double>(n) * hub_.rpm.entry_bytes) : 0.0;
-}
-
-nlohmann::json HubFabric::stats() const {
-  nlohmann::json aau = nlohmann::json::object(), rpm = nlohmann::json::object(), egress = nlohmann::json::object();
+HubFabricCounters HubFabric::counters() const {
+  HubFabricCounters c;
+  if (cfg_.rpm) c.rpm.emplace();
   for (const auto& node : nodes_) {
-    add_counters(aau, node->ingress.aau().stats());
-    if (auto* r = node->sm.rpm()) add_counters(rpm, r->stats());
-    add_counters(egress, node->port.stats());
+    AauCounters::table().add(c.aau, node->ingress.aau().counters());
+    if (auto* r = node->sm.rpm(); r && c.rpm) RpmCounters::table().add(*c.rpm, r->counters());
+    EgressCounters::table().add(c.egress, node->port.counters());
   }
-  egress["mean_packet_fill"] = mean_packet_fill();
-  nlohmann::json j{{"aau", aau}, {"egress", egress}};
-  if (cfg_.rpm) {
-    const uint64_t packets = rpm.value("packets", uint64_t{0});
-    rpm["mean_packet_fill"] =
-        packets ? static_cast<double>(rpm.value("payload_bytes", uint64_t{0})) / (static_cast<double>(packets) * hub_.rpm.entry_bytes)
-                : 0.0;
-    j["rpm"] = rpm;
-  }
-  return j;
+  return c;
 }
 
 }  // namespace moehub

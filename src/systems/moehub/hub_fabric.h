@@ -21,11 +21,12 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "gpu/store_port.h"
 #include "hub/address_allocation_unit.h"
+#include "hub/hub_counters.h"
 #include "hub/hub_config.h"
 #include "hub/hub_packet.h"
 #include "hub/rowsp_registry.h"
@@ -80,6 +81,20 @@ struct HubFabricConfig {
   uint32_t st_transaction_bytes = 128;    // same for ordinary stores (GEMM2 epilogue)
 };
 
+// What each hub's fabric side sent: packets, their payload, the network's acknowledgements.
+struct EgressCounters {
+  uint64_t packets = 0;
+  uint64_t payload_bytes = 0;
+  uint64_t network_acks = 0;
+  static const CounterTable<EgressCounters>& table();
+};
+
+struct HubFabricCounters {
+  AauCounters aau;
+  std::optional<RpmCounters> rpm;
+  EgressCounters egress;
+};
+
 class HubFabric {
  public:
   HubFabric(Cluster& cluster, const HubConfig& hub, const HubFabricConfig& config, HubListener& listener);
@@ -92,10 +107,8 @@ class HubFabric {
   // Every partly merged RPM entry may leave (a fence or kernel end); no-op without RPMs.
   void flush(int g);
 
-  // Aggregates over GPUs: AAU, RPM (or the direct path), egress packets and fill.
-  nlohmann::json stats() const;
-  uint64_t packets_sent() const;
-  double mean_packet_fill() const;
+  // Totals over every GPU's hub: AAU, RPM (none on the direct path), egress.
+  HubFabricCounters counters() const;
 
   // Internal pieces, defined in hub_fabric.cpp: each GPU's hub (Node) is an SM side (SmPort:
   // staging lanes, transactions, the RPM), a fabric side (FabricPort: packets onto the

@@ -389,7 +389,7 @@ std::vector<std::string> MoeHubSystemImpl::conservation_violations(Cluster& clus
   std::vector<std::string> v;
   // Every routed row (local ones included) got exactly one LocalRowID at its destination.
   uint64_t placed = 0;
-  for (int g = 0; g < cluster.gpus(); ++g) placed += fabric_->aau(g).stats()["rows_allocated"].get<uint64_t>();
+  for (int g = 0; g < cluster.gpus(); ++g) placed += fabric_->aau(g).counters().rows_allocated;
   const auto rows = static_cast<uint64_t>(cluster.workload().routing().rows());
   if (placed != rows) v.push_back(fmt::format("{} rows placed by the AAUs for {} routed rows", placed, rows));
   for (size_t g = 0; g < gpus_.size(); ++g) {
@@ -401,27 +401,32 @@ std::vector<std::string> MoeHubSystemImpl::conservation_violations(Cluster& clus
 }
 
 nlohmann::json MoeHubSystemImpl::stats(Cluster& cluster) {
-  nlohmann::json hub = fabric_->stats();
-  const nlohmann::json& aau = hub["aau"];
-  for (const char* key : {"rat_hits", "rat_misses", "rat_evictions", "rat_restores", "region_overflow_writes"}) {
-    hub[key] = aau.value(key, uint64_t{0});
+  const HubFabricCounters f = fabric_->counters();
+  const uint32_t entry = hub_.rpm.entry_bytes;
+  nlohmann::json egress = EgressCounters::table().to_json(f.egress);
+  const double fill = packet_fill(f.egress.payload_bytes, f.egress.packets, entry);
+  egress["mean_packet_fill"] = fill;
+  nlohmann::json hub{{"aau", AauCounters::table().to_json(f.aau)}, {"egress", egress}};
+  if (f.rpm) {
+    hub["rpm"] = RpmCounters::table().to_json(*f.rpm);
+    hub["rpm"]["mean_packet_fill"] = f.rpm->mean_packet_fill(entry);
   }
-  hub["packets"] = fabric_->packets_sent();
-  hub["mean_packet_fill"] = fabric_->mean_packet_fill();
-  hub["rpm_merges"] = hub.contains("rpm") ? hub["rpm"].value("merges", uint64_t{0}) : uint64_t{0};
+  hub["rat_hits"] = f.aau.rat_hits;
+  hub["rat_misses"] = f.aau.rat_misses;
+  hub["rat_evictions"] = f.aau.rat_evictions;
+  hub["rat_restores"] = f.aau.rat_restores;
+  hub["region_overflow_writes"] = f.aau.region_overflow_writes;
+  hub["packets"] = f.egress.packets;
+  hub["mean_packet_fill"] = fill;
+  hub["rpm_merges"] = f.rpm ? f.rpm->merges : uint64_t{0};
   uint64_t polls = 0, avoided = 0;
-  nlohmann::json dam = nlohmann::json::object();
+  DamCounters dam;
   for (int g = 0; g < cluster.gpus(); ++g) {
-    const nlohmann::json gs = cluster.gpu(g).stats();
-    polls += gs.value("polls", uint64_t{0});
-    avoided += gs.value("poll_loads_avoided", uint64_t{0});
+    polls += cluster.gpu(g).counters().polls;
+    avoided += cluster.gpu(g).counters().poll_loads_avoided;
     const HubGpu& h = gpus_[static_cast<size_t>(g)];
     for (const auto* d : {h.dam_gemm1.get(), h.dam_scaling.get()}) {
-      if (!d) continue;
-      const nlohmann::json ds = d->stats();
-      for (const auto& [key, value] : ds.items()) {
-        if (value.is_number_unsigned()) dam[key] = dam.value(key, uint64_t{0}) + value.get<uint64_t>();
-      }
+      if (d) DamCounters::table().add(dam, d->counters());
     }
   }
   hub["polls"] = polls;
@@ -431,9 +436,9 @@ nlohmann::json MoeHubSystemImpl::stats(Cluster& cluster) {
   // DAM): each would have been a polling block in a software-orchestrated design.
   hub["dam_released_or_retired_blocks"] = dam_blocks_;
   if (v_.dam) {
-    hub["dam"] = dam;
-    hub["dam_releases"] = dam.value("releases", uint64_t{0}) + dam.value("partial_releases", uint64_t{0});
-    hub["dam_retired_groups"] = dam.value("retired_groups", uint64_t{0});
+    hub["dam"] = DamCounters::table().to_json(dam);
+    hub["dam_releases"] = dam.releases + dam.partial_releases;
+    hub["dam_retired_groups"] = dam.retired_groups;
   }
   hub["region_capacity_rows"] = capacity_;
   hub["gemm1_tiles_per_dam_group"] = tiles_per_group_;
