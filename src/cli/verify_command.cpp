@@ -45,7 +45,7 @@ int verify(const CliContext& ctx, const VerifyOptions& o) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& s : outcomes) {
     all = all && s.functional_passed;
-    out.push_back({{"system", s.name}, {"functional", s.result["functional"]}});
+    out.push_back({{"system", s.name}, {"functional", s.result.functional}});
   }
   if (o.format == "json") {
     std::cout << nlohmann::json{{"passed", all}, {"results", out}}.dump(2) << "\n";

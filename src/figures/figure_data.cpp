@@ -1,6 +1,7 @@
 #include "figures/figure_data.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -26,10 +27,10 @@ std::optional<double> FigureRuns::value(size_t point, const std::string& system,
   const RunCell* c = cell(point, system);
   if (!c || c->status != RunStatus::Ok) return std::nullopt;
   if (field == "moe_flops") return c->moe_flops;
-  const auto it = c->result.find(field);
-  if (it == c->result.end() || !it->is_number()) return std::nullopt;
-  const double v = it->get<double>();
-  if (!std::isfinite(v)) return std::nullopt;
+  const ResultField* f = find_result_field(field);
+  if (!f) throw std::logic_error("no result field '" + field + "'");
+  const std::optional<double> v = f->get(c->result);
+  if (!v || !std::isfinite(*v)) return std::nullopt;
   return v;
 }
 

@@ -15,6 +15,7 @@
 #include "figures/config_source.h"
 #include "figures/figure_spec.h"
 #include "figures/plot.h"
+#include "platform/layer_result.h"
 
 namespace moehub {
 
@@ -23,7 +24,7 @@ const char* run_status_name(RunStatus s);  // "ok", "not implemented", "unsuppor
 
 struct RunCell {
   RunStatus status = RunStatus::NotImplemented;
-  nlohmann::json result;  // null unless Ok
+  LayerResult result;  // empty unless Ok
   double moe_flops = 0;
 };
 
@@ -33,7 +34,8 @@ struct FigureRuns {
   std::vector<std::string> systems;      // as the sweep lists them
   std::vector<std::vector<RunCell>> cells;  // [point][system]
 
-  // A numeric result field of one run; nothing if the run is missing, failed or has no value.
+  // A numeric result field of one run (result_fields(), or "moe_flops"); nothing if the run is
+  // missing, failed or has no value.
   std::optional<double> value(size_t point, const std::string& system, const std::string& field) const;
   const RunCell* cell(size_t point, const std::string& system) const;
   // Systems with at least one successful run, in sweep order.

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "platform/layer_result.h"
 #include "sim/error.h"
 
 namespace moehub {
@@ -137,6 +138,11 @@ class Reader {
     h.paper = number(t, "paper", ctx);
     h.figure = string(t, "figure", ctx, true);
     h.field = string(t, "field", ctx, true);
+    if (!find_result_field(h.field)) {
+      std::string known;
+      for (const ResultField& f : result_fields()) known += std::string(known.empty() ? "" : ", ") + f.key;
+      throw UserError(file_.string(), fmt::format("{}.field: '{}' is not a result field ({})", ctx, h.field, known));
+    }
     h.explanation = string(t, "explanation", ctx, false);
     const toml::node* pairs = t.get("pairs");
     if (!pairs) throw UserError(file_.string(), ctx + ": missing 'pairs'");

@@ -122,7 +122,7 @@ std::vector<RunOutcome> SweepRunner::run(const std::vector<RunRequest>& requests
       o.ok = true;
       o.from_cache = true;
       o.key = key;
-      o.result = (*entry)["result"];
+      o.result = LayerResult::from_json((*entry)["result"]);
       o.moe_flops = entry->value("moe_flops", 0.0);
       done.emplace(key, std::move(o));
     } else {
@@ -156,12 +156,12 @@ std::vector<RunOutcome> SweepRunner::run(const std::vector<RunRequest>& requests
       std::vector<SystemOutcome> out = run_experiment(cfg, workload, {entry}, options);
       o.result = std::move(out.at(0).result);
       // Comparisons between systems are the figures' job; one run has nothing to compare.
-      o.result.erase("moehub_speedup");
-      o.result.erase("fraction_of_ideal");
+      o.result.moehub_speedup.reset();
+      o.result.fraction_of_ideal.reset();
       o.moe_flops = static_cast<double>(RunParams::from(cfg).tokens) *
                     (static_cast<double>(model.top_k()) * static_cast<double>(model.expert_flops_per_row()) +
                      static_cast<double>(model.router_flops_per_token()));
-      cache_.store(o.key, {{"result", o.result}, {"moe_flops", o.moe_flops}, {"point", req.point.label()}},
+      cache_.store(o.key, {{"result", o.result.to_json()}, {"moe_flops", o.moe_flops}, {"point", req.point.label()}},
                    binary_, req.system);
       o.ok = true;
     } catch (const UserError& e) {

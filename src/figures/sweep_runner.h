@@ -13,6 +13,7 @@
 #include "figures/config_source.h"
 #include "figures/figure_spec.h"
 #include "figures/result_cache.h"
+#include "platform/layer_result.h"
 
 namespace moehub {
 
@@ -26,7 +27,7 @@ struct RunOutcome {
   bool ok = false;
   bool from_cache = false;
   std::string key;
-  nlohmann::json result;  // the system's entry of `moehub run --format json`
+  LayerResult result;
   double moe_flops = 0;   // routed-expert and router FLOPs of the layer (Fig. 17)
   std::string error;      // when !ok
   bool unsupported = false;  // the failure was a UserError: the system rejects this configuration

@@ -22,25 +22,8 @@ std::optional<double> rate_gbps(uint64_t bytes, const std::optional<Time>& start
   return static_cast<double>(bytes) / (*end - *start).seconds() / 1e9;
 }
 
-// What each GPU's host program issued (docs/systems.md says what each system's counts are).
-nlohmann::json ops_json(Cluster& cluster) {
-  nlohmann::json per_gpu = nlohmann::json::array();
-  for (int g = 0; g < cluster.gpus(); ++g) {
-    const gpu::HostOps o = cluster.host(g).ops();
-    per_gpu.push_back({{"kernels", o.kernels},
-                       {"host_ops", o.framework_ops},
-                       {"nccl_calls", o.nccl_calls},
-                       {"d2h_copies", o.d2h_copies},
-                       {"h2d_copies", o.h2d_copies},
-                       {"host_syncs", o.syncs},
-                       {"event_calls", o.events},
-                       {"host_busy_us", o.busy.us()}});
-  }
-  return per_gpu;
-}
-
-nlohmann::json mean_or_null(const std::vector<double>& v) {
-  if (v.empty()) return nullptr;
+std::optional<double> mean(const std::vector<double>& v) {
+  if (v.empty()) return std::nullopt;
   double s = 0;
   for (double x : v) s += x;
   return s / static_cast<double>(v.size());
@@ -101,28 +84,23 @@ SystemOutcome run_one(const Config& config, const Workload& workload, const Syst
     }
   }
 
-  nlohmann::json r;
-  r["system"] = entry.name;
-  r["layer_us"] = layer.us();
-  r["e2e_ms"] = frame.e2e_ms(layer);
-  r["breakdown_us"] = breakdown_json(cluster.activity(critical).breakdown(Time::zero(), layer));
-  r["critical_gpu"] = critical;
-  r["routing_to_gemm1_us"] = have_window ? nlohmann::json(window.us()) : nlohmann::json(nullptr);
-  r["dispatch_GBps"] = mean_or_null(dispatch);
-  r["combine_GBps"] = mean_or_null(combine);
-  r["events"] = out.events;
-  r["ops"] = ops_json(cluster);
-  if (auto s = system->stats(cluster); !s.is_null()) {
-    // The hub's counters also stand at results[].hub, where issue 6's contract puts them.
-    if (s.is_object() && s.contains("hub")) r["hub"] = s["hub"];
-    r["stats"] = s;
-  }
-  r["network"] = cluster.network().stats();
+  LayerResult& r = out.result;
+  r.system = entry.name;
+  r.layer = layer;
+  r.e2e_ms = frame.e2e_ms(layer);
+  r.breakdown = cluster.activity(critical).breakdown(Time::zero(), layer);
+  r.critical_gpu = critical;
+  if (have_window) r.routing_to_gemm1 = window;
+  r.dispatch_GBps = mean(dispatch);
+  r.combine_GBps = mean(combine);
+  r.events = out.events;
+  for (int g = 0; g < cluster.gpus(); ++g) r.ops.push_back(cluster.host(g).ops());
+  r.stats = system->stats(cluster);
+  r.network = cluster.network().stats();
   if (functional) {
-    r["functional"] = functional->report();
+    r.functional = functional->report();
     out.functional_passed = functional->passed();
   }
-  out.result = std::move(r);
   return out;
 }
 
@@ -135,26 +113,13 @@ void add_comparisons(std::vector<SystemOutcome>& outcomes) {
     if (o.name == "ideal") ideal = &o;
   }
   for (auto& o : outcomes) {
-    const double t = o.result["layer_us"].get<double>();
-    if (moehub) o.result["moehub_speedup"] = t / moehub->result["layer_us"].get<double>();
-    if (ideal) o.result["fraction_of_ideal"] = ideal->result["layer_us"].get<double>() / t;
+    const double t = o.result.layer.us();
+    if (moehub) o.result.moehub_speedup = t / moehub->result.layer.us();
+    if (ideal) o.result.fraction_of_ideal = ideal->result.layer.us() / t;
   }
 }
 
 }  // namespace
-
-double LayerFrame::e2e_ms(Time moe_layer) const {
-  const Time total = attention * layers + (moe_layer + shared_experts) * moe_layers + dense_ffn * (layers - moe_layers);
-  return total.ms();
-}
-
-nlohmann::json LayerFrame::to_json() const {
-  return {{"attention_us", attention.us()},
-          {"shared_experts_us", shared_experts.us()},
-          {"dense_ffn_us", dense_ffn.us()},
-          {"layers", layers},
-          {"moe_layers", moe_layers}};
-}
 
 LayerFrame layer_frame(const Config& config, const Workload& workload) {
   // A throwaway cluster gives the GPU model's rates; the frame needs no simulation.
@@ -208,7 +173,7 @@ std::vector<SystemOutcome> run_experiment(const Config& config, const Workload& 
     if (e) std::rethrow_exception(e);
   }
   add_comparisons(outcomes);
-  for (auto& o : outcomes) o.result["frame"] = frame.to_json();
+  for (auto& o : outcomes) o.result.frame = frame;
   return outcomes;
 }
 

@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "moe/workload.h"
 #include "sim/trace_recorder.h"
+#include "platform/layer_result.h"
 #include "platform/moe_system.h"
 
 namespace moehub {
@@ -27,7 +28,7 @@ unsigned experiment_threads(const ExperimentOptions& options, size_t systems);
 
 struct SystemOutcome {
   std::string name;
-  nlohmann::json result;
+  LayerResult result;
   std::unique_ptr<TraceRecorder> trace;
   uint64_t events = 0;
   double sim_s = 0;  // wall seconds its simulation took (host-dependent: not part of `result`)
@@ -38,17 +39,7 @@ std::vector<SystemOutcome> run_experiment(const Config& config, const Workload& 
                                           const std::vector<const SystemEntry*>& systems,
                                           const ExperimentOptions& options);
 
-// Time of the non-MoE work of one layer that every system shares (attention; shared experts;
-// the dense FFN of dense layers), and the end-to-end model time from a MoE layer time.
-struct LayerFrame {
-  Time attention;
-  Time shared_experts;
-  Time dense_ffn;
-  int64_t layers = 0;
-  int64_t moe_layers = 0;
-  double e2e_ms(Time moe_layer) const;
-  nlohmann::json to_json() const;
-};
+// The non-MoE work of one layer that every system shares, for this config and workload.
 LayerFrame layer_frame(const Config& config, const Workload& workload);
 
 }  // namespace moehub

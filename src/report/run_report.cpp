@@ -45,7 +45,7 @@ nlohmann::json RunReport::to_json() const {
   j["config"] = config;
   if (!workload.is_null()) j["workload"] = workload;
   j["results"] = nlohmann::json::array();
-  for (const auto& r : results) j["results"].push_back(r);
+  for (const auto& r : results) j["results"].push_back(r.to_json());
   nlohmann::json per_system = nlohmann::json::array();
   for (const auto& c : systems) per_system.push_back({{"system", c.system}, {"events", c.events}, {"wall_s", c.wall_s}});
   j["perf"] = {{"wall_s", wall_s},
@@ -88,27 +88,37 @@ bool wide_column(const std::string& c) {
   return c != "events" && c != "critical_gpu";
 }
 
-// The headline row of one result: its numbers and its two largest breakdown items.
-Row headline_row(const nlohmann::json& r) {
-  const auto number = [&r](const char* key) {
-    return r.contains(key) && r[key].is_number() ? fmt::format("{:.3f}", r[key].get<double>()) : std::string();
-  };
+// The `i`-th largest item of a result's breakdown, "name us" (equal values in name order).
+std::string breakdown_item(const LayerResult& r, size_t i) {
   std::vector<std::pair<double, std::string>> items;
-  if (r.contains("breakdown_us") && r["breakdown_us"].is_object()) {
-    for (auto it = r["breakdown_us"].begin(); it != r["breakdown_us"].end(); ++it) {
-      if (it->is_number()) items.emplace_back(it->get<double>(), it.key());
-    }
-  }
-  // Largest first; equal values in name order.
+  for (size_t c = 0; c < kActivityCount; ++c) items.emplace_back(r.breakdown[c].us(), activity_name(static_cast<Activity>(c)));
   std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
-  const auto item = [&items](size_t i) {
-    return i < items.size() ? fmt::format("{} {:.1f}", items[i].second, items[i].first) : std::string();
-  };
-  return {{"system", r.value("system", "")}, {"layer_us", number("layer_us")}, {"e2e_ms", number("e2e_ms")},
-          {"moehub_speedup", number("moehub_speedup")}, {"of_ideal", number("fraction_of_ideal")},
-          {"largest_us", item(0)}, {"second_us", item(1)}};
+  return i < items.size() ? fmt::format("{} {:.1f}", items[i].second, items[i].first) : std::string();
+}
+
+// The default table's columns, in order: a header and the cell of one result.
+struct HeadlineColumn {
+  const char* header;
+  std::string (*cell)(const LayerResult&);
+};
+
+std::string field_cell(const LayerResult& r, const char* key) {
+  const std::optional<double> v = find_result_field(key)->get(r);
+  return v ? fmt::format("{:.3f}", *v) : std::string();
+}
+
+const std::vector<HeadlineColumn>& headline_columns() {
+  static const std::vector<HeadlineColumn> columns{
+      {"system", [](const LayerResult& r) { return r.system; }},
+      {"layer_us", [](const LayerResult& r) { return field_cell(r, "layer_us"); }},
+      {"e2e_ms", [](const LayerResult& r) { return field_cell(r, "e2e_ms"); }},
+      {"moehub_speedup", [](const LayerResult& r) { return field_cell(r, "moehub_speedup"); }},
+      {"of_ideal", [](const LayerResult& r) { return field_cell(r, "fraction_of_ideal"); }},
+      {"largest_us", [](const LayerResult& r) { return breakdown_item(r, 0); }},
+      {"second_us", [](const LayerResult& r) { return breakdown_item(r, 1); }}};
+  return columns;
 }
 
 void write_columns(std::ostream& out, const std::vector<std::string>& columns, const std::vector<Row>& rows) {
@@ -140,7 +150,7 @@ void RunReport::write(std::ostream& out, const std::string& format) const {
   std::vector<Row> rows;
   for (const auto& r : results) {
     auto& row = rows.emplace_back();
-    flatten(r, "", row);
+    flatten(r.to_json(), "", row);
     for (const auto& [k, v] : row) {
       if (seen.insert(k).second) columns.push_back(k);
     }
@@ -167,10 +177,14 @@ void RunReport::write(std::ostream& out, const std::string& format) const {
     }
     write_columns(out, lead_headlines(keep), rows);
   } else {
+    std::vector<std::string> headers;
+    for (const HeadlineColumn& c : headline_columns()) headers.emplace_back(c.header);
     std::vector<Row> headlines;
-    for (const auto& r : results) headlines.push_back(headline_row(r));
-    write_columns(out, {"system", "layer_us", "e2e_ms", "moehub_speedup", "of_ideal", "largest_us", "second_us"},
-                  headlines);
+    for (const auto& r : results) {
+      Row& row = headlines.emplace_back();
+      for (const HeadlineColumn& c : headline_columns()) row.emplace_back(c.header, c.cell(r));
+    }
+    write_columns(out, headers, headlines);
     out << "of_ideal: fraction_of_ideal; largest_us, second_us: the two largest breakdown_us items; "
            "--format wide: every column\n";
   }

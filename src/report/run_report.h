@@ -8,12 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "platform/layer_result.h"
+
 namespace moehub {
 
 struct RunReport {
   nlohmann::json config;                // Config::to_json()
   nlohmann::json workload = nullptr;    // routing statistics, when a workload was generated
-  std::vector<nlohmann::json> results;  // one object per system; "system" names it
+  std::vector<LayerResult> results;     // one per system
   // How long the simulation took on this host: the `perf` section, excluded from determinism
   // checks. CPU time over wall time says how well the threads were used, and tells a slow host
   // (both up) from a slow build (CPU up per event).

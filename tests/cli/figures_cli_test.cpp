@@ -226,6 +226,13 @@ TEST_F(FiguresCli, BadInput) {
   write(dir_ / "exp" / "tiny.toml", unknown);
   expect_bad_input({"--quick"}, "tiny.toml: sweep.systems: unknown system 'no-such-system' (known: ideal,");
   EXPECT_FALSE(fs::exists(dir_ / "out")) << "a failed start removes the folders it created";
+  // A headline names a typed result field; a misspelt one is refused up front with the list.
+  write(dir_ / "exp" / "tiny.toml", kTinyFigure);
+  std::string misspelt = kTinyTable;
+  misspelt.replace(misspelt.find("field = \"layer_us\""), 18, "field = \"layer_ms\"");
+  write(dir_ / "exp" / "tinytable.toml", misspelt);
+  expect_bad_input({"--quick", "tinytable"}, "tinytable.toml: headline[0].field: 'layer_ms' is not a result field "
+                                             "(layer_us, e2e_ms, routing_to_gemm1_us,");
 }
 
 TEST_F(FiguresCli, ValidateChecksFigureFiles) {

@@ -50,7 +50,7 @@ TEST(Experiment, LinkStatisticsCoverTheRunNotTheWatchdogLimit) {
   SmallLayer s({"run.tokens=1024", "run.gpus=4"});
   ExperimentOptions opt;
   const auto out = run_experiment(s.config, *s.workload, {find_system("megatron-te")}, opt);
-  const auto& r = out[0].result;
+  const nlohmann::json r = out[0].result.to_json();
   const double layer_ps = r["layer_us"].get<double>() * 1e6;
   const double elapsed_ps = r["network"]["elapsed_ps"].get<double>();
   EXPECT_GE(elapsed_ps, 0.9 * layer_ps);
@@ -62,7 +62,7 @@ TEST(Ideal, HasNoCommunicationSynchronisationOrShuffles) {
   ExperimentOptions opt;
   const auto out = run_experiment(s.config, *s.workload, {find_system("ideal")}, opt);
   ASSERT_EQ(out.size(), 1u);
-  const auto& r = out[0].result;
+  const nlohmann::json r = out[0].result.to_json();
   EXPECT_GT(r["layer_us"].get<double>(), 0.0);
   EXPECT_EQ(r["breakdown_us"]["exposed_communication"].get<double>(), 0.0);
   EXPECT_EQ(r["breakdown_us"]["synchronisation"].get<double>(), 0.0);
@@ -75,12 +75,24 @@ TEST(Ideal, HasNoCommunicationSynchronisationOrShuffles) {
   EXPECT_NEAR(sum, r["layer_us"].get<double>(), 1e-6);
 }
 
+TEST(Experiment, AResultReadsBackFromItsJsonAsWritten) {
+  // The figures' cache stores results as JSON and reads them back typed.
+  SmallLayer s({"run.tokens=256"});
+  ExperimentOptions opt;
+  const auto out = run_experiment(s.config, *s.workload, {find_system("ideal"), find_system("mh-pkt")}, opt);
+  for (const auto& o : out) {
+    const nlohmann::json j = o.result.to_json();
+    EXPECT_EQ(LayerResult::from_json(j).to_json().dump(), j.dump()) << o.name;
+    EXPECT_EQ(LayerResult::from_json(j).layer, o.result.layer) << o.name;
+  }
+}
+
 TEST(Ideal, MoreTokensTakeLonger) {
   SmallLayer small({"run.tokens=1024"});
   SmallLayer large({"run.tokens=16384"});
   ExperimentOptions opt;
-  const double t1 = run_experiment(small.config, *small.workload, {find_system("ideal")}, opt)[0].result["layer_us"];
-  const double t2 = run_experiment(large.config, *large.workload, {find_system("ideal")}, opt)[0].result["layer_us"];
+  const double t1 = run_experiment(small.config, *small.workload, {find_system("ideal")}, opt)[0].result.layer.us();
+  const double t2 = run_experiment(large.config, *large.workload, {find_system("ideal")}, opt)[0].result.layer.us();
   EXPECT_GT(t2, t1);
 }
 
@@ -89,7 +101,7 @@ TEST(Ideal, FunctionalOutputMatchesTheReference) {
   ExperimentOptions opt;
   opt.functional = true;
   const auto out = run_experiment(s.config, *s.workload, {find_system("ideal")}, opt);
-  EXPECT_TRUE(out[0].functional_passed) << out[0].result["functional"].dump();
+  EXPECT_TRUE(out[0].functional_passed) << out[0].result.functional.dump();
 }
 
 TEST(Experiment, ResultsDoNotDependOnThreadCount) {
@@ -100,7 +112,7 @@ TEST(Experiment, ResultsDoNotDependOnThreadCount) {
   const auto a = run_experiment(s.config, *s.workload, systems, one);
   const auto b = run_experiment(s.config, *s.workload, systems, two);
   ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].result.dump(), b[i].result.dump());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].result.to_json().dump(), b[i].result.to_json().dump());
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ struct LayerSetup {
   }
 };
 
-const nlohmann::json& hub(const SystemOutcome& o) { return o.result.at("stats").at("hub"); }
+nlohmann::json hub(const SystemOutcome& o) { return o.result.stats.at("hub"); }
 
 // 512 tokens of a narrowed Mixtral-8x7B (hidden 1024: 2 KiB rows) on 8 GPUs: 1024 rows, about
 // 128 per expert; small enough to simulate in well under a second.
@@ -66,14 +66,14 @@ TEST(HubTag, StRowspAndStRoundTrip) {
 TEST(MoeHubSystems, VerifyPassesForEveryVariant) {
   const LayerSetup s({}, true);
   for (const auto& o : s.run("mh-base,mh-pkt,mh-dep,moehub", true)) {
-    EXPECT_TRUE(o.functional_passed) << o.name << ": " << o.result["functional"].dump();
+    EXPECT_TRUE(o.functional_passed) << o.name << ": " << o.result.functional.dump();
   }
 }
 
 TEST(MoeHubSystems, TinyRatEvictsAndRestoresAndStillVerifies) {
   const LayerSetup s({"hub.rat.entries=4", "hub.rat.banks=4"}, true);
   for (const auto& o : s.run("mh-base,moehub", true)) {
-    EXPECT_TRUE(o.functional_passed) << o.name << ": " << o.result["functional"].dump();
+    EXPECT_TRUE(o.functional_passed) << o.name << ": " << o.result.functional.dump();
     EXPECT_GT(hub(o)["rat_evictions"].get<uint64_t>(), 0u) << o.name;
     EXPECT_GT(hub(o)["rat_restores"].get<uint64_t>(), 0u) << o.name;
   }
@@ -82,7 +82,7 @@ TEST(MoeHubSystems, TinyRatEvictsAndRestoresAndStillVerifies) {
 TEST(MoeHubSystems, TinyRpmBufferStillVerifies) {
   const LayerSetup s({"hub.rpm.entries_per_peer=2"}, true);
   for (const auto& o : s.run("mh-pkt,moehub", true)) {
-    EXPECT_TRUE(o.functional_passed) << o.name << ": " << o.result["functional"].dump();
+    EXPECT_TRUE(o.functional_passed) << o.name << ": " << o.result.functional.dump();
   }
 }
 
@@ -94,7 +94,7 @@ TEST(MoeHubSystems, RowsBeyond64KiBKeepTheirRowOffsetOnTheWire) {
                       "hub.rat.row_offset_bits=20"},
                      true);
   for (const auto& o : s.run("mh-base,moehub", true)) {
-    EXPECT_TRUE(o.functional_passed) << o.name << ": " << o.result["functional"].dump();
+    EXPECT_TRUE(o.functional_passed) << o.name << ": " << o.result.functional.dump();
   }
   // Rows whose metadata store itself starts beyond 16 bits are refused, naming the key.
   const LayerSetup too_wide({"model.hidden=32768", "model.ffn_hidden=64", "run.tokens=64", "hub.rat.row_offset_bits=20"}, true);
@@ -105,7 +105,7 @@ TEST(MoeHubSystems, SixteenGpusShareTheEightRpmPartitions) {
   // 15 peers over 8 partitions: peers share partitions round-robin; the data still arrives whole.
   const LayerSetup s({"run.gpus=16", "model.experts=16"}, true);
   for (const auto& o : s.run("mh-pkt,moehub", true)) {
-    EXPECT_TRUE(o.functional_passed) << o.name << ": " << o.result["functional"].dump();
+    EXPECT_TRUE(o.functional_passed) << o.name << ": " << o.result.functional.dump();
   }
 }
 
@@ -113,15 +113,15 @@ TEST(MoeHubSystems, SmallDependencyTableGetsCoarserGroups) {
   // One table entry for a 256-row region (2 tiles): both tiles form one group, released by AllReady.
   const LayerSetup s({"hub.dam.table_entries=1"}, true);
   const auto out = s.run("moehub", true);
-  EXPECT_TRUE(out[0].functional_passed) << out[0].result["functional"].dump();
+  EXPECT_TRUE(out[0].functional_passed) << out[0].result.functional.dump();
   EXPECT_EQ(hub(out[0])["gemm1_tiles_per_dam_group"].get<uint64_t>(), 2u);
 }
 
 TEST(MoeHubSystems, NoHostSynchronisationAndNoShuffles) {
   const LayerSetup s(small_layer(), false);
   for (const auto& o : s.run("mh-base,mh-pkt,mh-dep,moehub")) {
-    EXPECT_EQ(o.result["breakdown_us"]["synchronisation"].get<double>(), 0.0) << o.name;
-    EXPECT_EQ(o.result["breakdown_us"]["data_shuffles"].get<double>(), 0.0) << o.name;
+    EXPECT_EQ(o.result.to_json()["breakdown_us"]["synchronisation"].get<double>(), 0.0) << o.name;
+    EXPECT_EQ(o.result.to_json()["breakdown_us"]["data_shuffles"].get<double>(), 0.0) << o.name;
   }
 }
 

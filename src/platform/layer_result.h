@@ -1,0 +1,65 @@
+#pragma once
+// What one system's run of one layer measured: the typed form of an entry of `results[]` in
+// `moehub run --format json` (to_json writes it, from_json reads it back from the figures'
+// cache), and the list of its numeric fields that figures and tables may name.
+
+#include <array>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpu/host.h"
+#include "platform/activity.h"
+#include "sim/time.h"
+
+namespace moehub {
+
+// The non-MoE work of one layer that every system shares (attention; shared experts; the dense
+// FFN of dense layers), from which a MoE layer time gives the end-to-end model time.
+struct LayerFrame {
+  Time attention;
+  Time shared_experts;
+  Time dense_ffn;
+  int64_t layers = 0;
+  int64_t moe_layers = 0;
+  double e2e_ms(Time moe_layer) const;
+  nlohmann::json to_json() const;
+  static LayerFrame from_json(const nlohmann::json& j);
+};
+
+struct LayerResult {
+  std::string system;
+  Time layer;                               // until the last GPU finished
+  double e2e_ms = 0;                        // the model, every layer, with this MoE layer
+  std::array<Time, kActivityCount> breakdown{};  // the critical GPU's timeline by activity
+  int critical_gpu = 0;
+  std::optional<Time> routing_to_gemm1;     // Fig. 15's window, the longest over GPUs
+  std::optional<double> dispatch_GBps;      // received bytes from peers over the dispatch, mean over GPUs
+  std::optional<double> combine_GBps;
+  uint64_t events = 0;
+  std::vector<gpu::HostOps> ops;            // per GPU, what its host issued
+  nlohmann::json stats = nullptr;           // the system's own section (null if none)
+  nlohmann::json network;                   // the network model's statistics
+  nlohmann::json functional = nullptr;      // functional mode's check (null when off)
+  std::optional<double> moehub_speedup;     // this layer time over MoE-Hub's (when both ran)
+  std::optional<double> fraction_of_ideal;  // the ideal layer time over this one
+  std::optional<LayerFrame> frame;
+
+  nlohmann::json to_json() const;
+  static LayerResult from_json(const nlohmann::json& j);
+};
+
+// A numeric field of a result that a figure or a table row may name (`field = "layer_us"`).
+struct ResultField {
+  const char* key;
+  const char* unit;
+  const char* what;
+  std::optional<double> (*get)(const LayerResult&);
+};
+const std::vector<ResultField>& result_fields();
+const ResultField* find_result_field(std::string_view key);  // null if none has that key
+
+}  // namespace moehub
