@@ -140,7 +140,7 @@ class Reader {
     h.field = string(t, "field", ctx, true);
     if (!find_result_field(h.field)) {
       std::string known;
-      for (const ResultField& f : result_fields()) known += std::string(known.empty() ? "" : ", ") + f.key;
+      for (const ResultField& f : result_fields()) known += (known.empty() ? "" : ", ") + f.key;
       throw UserError(file_.string(), fmt::format("{}.field: '{}' is not a result field ({})", ctx, h.field, known));
     }
     h.explanation = string(t, "explanation", ctx, false);
@@ -183,7 +183,7 @@ std::string SweepPoint::label() const {
 }
 
 const std::vector<std::string>& figure_kinds() {
-  static const std::vector<std::string> kinds{"fig12", "fig13", "fig14", "fig15", "fig16", "fig17", "table", "area"};
+  static const std::vector<std::string> kinds{"fig3", "fig4b", "fig12", "fig13", "fig14", "fig15", "fig16", "fig17", "table", "area"};
   return kinds;
 }
 

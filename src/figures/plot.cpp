@@ -71,8 +71,9 @@ void write_panel(std::ostream& gp, const PlotPanel& p, size_t index) {
   gp << "set xlabel " << quoted(p.xlabel) << "\nset ylabel " << quoted(p.ylabel) << "\n";
   if (p.logy) gp << "set logscale y 2\n";
   if (p.bars) {
-    gp << "set style data histograms\nset style histogram clustered gap 1\n"
-          "set style fill solid 0.85 border -1\nset boxwidth 0.9\nset yrange [0:*]\nset xtics rotate by -30\n";
+    gp << "set style data histograms\n"
+       << (p.stacked ? "set style histogram rowstacked\nset boxwidth 0.6\n" : "set style histogram clustered gap 1\nset boxwidth 0.9\n")
+       << "set style fill solid 0.85 border -1\nset yrange [" << (p.stacked ? "*" : "0") << ":*]\nset xtics rotate by -30\n";
     gp << "plot ";
     for (size_t i = 0; i < shown.size(); ++i) {
       const size_t s = shown[i];

@@ -17,6 +17,7 @@ struct PlotSeries {
 struct PlotPanel {
   std::string title, xlabel, ylabel;
   bool bars = false;  // clustered bars over `categories`; otherwise lines over `x`
+  bool stacked = false;  // with bars: the series stacked in one bar per category
   bool logx = false, logy = false;
   std::vector<std::string> categories;
   std::vector<double> x;

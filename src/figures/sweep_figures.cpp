@@ -1,4 +1,4 @@
-// Figures 12 to 17: one CSV row per (point, system) and the plot of the paper's figure.
+// Figures 3, 4(b) and 12 to 17: one CSV row per (point, system) and the plot of the paper's figure.
 
 #include <algorithm>
 #include <cmath>
@@ -129,11 +129,113 @@ std::optional<size_t> scaling_base(const FigureRuns& r, size_t p) {
   return base;
 }
 
+// Parts of the critical GPU's timeline (result_fields(): "breakdown_us.<activity>").
+std::optional<double> parts(const FigureRuns& r, size_t p, const std::string& s, std::initializer_list<const char*> names) {
+  double sum = 0;
+  for (const char* n : names) {
+    const auto v = r.value(p, s, std::string("breakdown_us.") + n);
+    if (!v) return std::nullopt;
+    sum += *v;
+  }
+  return sum;
+}
+
+// a - b of two times in us, to the picosecond they are counted in (no rounding residue).
+std::optional<double> minus(std::optional<double> a, std::optional<double> b) {
+  return a && b ? std::optional<double>(std::round((*a - *b) * 1e6) / 1e6) : std::nullopt;
+}
+
+// One panel per point: a stacked bar per system (ideal left out) of the `series` getters.
+Plot stacked_plot(const FigureRuns& r, const std::string& ylabel, const std::vector<ExtraColumn>& series) {
+  Plot plot;
+  plot.title = r.spec->title;
+  plot.columns = static_cast<int>(std::min<size_t>(r.points.size(), 3));
+  plot.note = r.missing_note();
+  for (size_t p = 0; p < r.points.size(); ++p) {
+    PlotPanel panel;
+    panel.title = fmt::format("{}, {} GPUs, {} tokens", r.points[p].model, r.points[p].gpus, r.points[p].tokens);
+    panel.bars = panel.stacked = true;
+    panel.ylabel = ylabel;
+    std::vector<std::string> systems;
+    for (const auto& s : r.systems_with_data()) {
+      if (s != "ideal") systems.push_back(s);
+    }
+    panel.categories = systems;
+    for (const auto& e : series) {
+      PlotSeries ps{e.name, {}, false};
+      for (const auto& s : systems) ps.y.push_back(nan_if_empty(e.get(p, s)));
+      panel.series.push_back(std::move(ps));
+    }
+    plot.panels.push_back(std::move(panel));
+  }
+  return plot;
+}
+
+// Fig. 3: each system's gap to the ideal layer, split into software scheduling overhead (data
+// shuffles, synchronisation, host-bound launches, polling beyond the ideal layer's), exposed
+// communication, and what remains (compute that differs from the ideal layer's).
+FigureOutput gap_to_ideal(const FigureSpec& spec, const FigureRuns& r) {
+  const Getter layer = [&r](size_t p, const std::string& s) { return r.value(p, s, "layer_us"); };
+  const Getter gap = [&r](size_t p, const std::string& s) {
+    return minus(r.value(p, s, "layer_us"), r.value(p, "ideal", "layer_us"));
+  };
+  const Getter scheduling = [&r](size_t p, const std::string& s) {
+    const auto sched = [&](const std::string& x) {
+      return parts(r, p, x, {"data_shuffles", "synchronisation", "launches", "polling"});
+    };
+    return minus(sched(s), sched("ideal"));
+  };
+  const Getter exposed = [&r](size_t p, const std::string& s) {
+    return minus(parts(r, p, s, {"exposed_communication"}), parts(r, p, "ideal", {"exposed_communication"}));
+  };
+  const Getter other = [=](size_t p, const std::string& s) { return minus(minus(gap(p, s), scheduling(p, s)), exposed(p, s)); };
+  const Getter share = [=](size_t p, const std::string& s) -> std::optional<double> {
+    const auto a = scheduling(p, s), b = exposed(p, s), t = layer(p, s);
+    if (!a || !b || !t || *t <= 0) return std::nullopt;
+    return (*a + *b) / *t;
+  };
+  FigureOutput out;
+  out.csvs.push_back({spec.name + ".csv", long_table(r, {{"gap_to_ideal_us", gap},
+                                                         {"scheduling_overhead_us", scheduling},
+                                                         {"exposed_communication_us", exposed},
+                                                         {"other_gap_us", other},
+                                                         {"overhead_share_of_layer", share}})});
+  out.plot = stacked_plot(r, "gap to the ideal layer (us)",
+                          {{"software scheduling", scheduling}, {"exposed communication", exposed}, {"other (compute)", other}});
+  return out;
+}
+
+// Fig. 4(b): the address-resolution phase of each system as its critical GPU spends it:
+// synchronisation (count exchange, buffer sizing), data shuffles (permutes, sorts) and the host
+// (CPU layout, launches: the GPU idles until the host issues the next kernel).
+FigureOutput address_resolution(const FigureSpec& spec, const FigureRuns& r) {
+  const auto part = [&r](const char* name) {
+    return Getter([&r, name](size_t p, const std::string& s) { return parts(r, p, s, {name}); });
+  };
+  const Getter sync = part("synchronisation"), shuffles = part("data_shuffles"), host = part("launches");
+  const Getter share = [=, &r](size_t p, const std::string& s) -> std::optional<double> {
+    const auto t = r.value(p, s, "layer_us");
+    const auto a = sync(p, s), b = shuffles(p, s), c = host(p, s);
+    if (!a || !b || !c || !t || *t <= 0) return std::nullopt;
+    return (*a + *b + *c) / *t;
+  };
+  FigureOutput out;
+  out.csvs.push_back({spec.name + ".csv", long_table(r, {{"synchronisation_us", sync},
+                                                         {"data_shuffles_us", shuffles},
+                                                         {"host_layout_and_launch_us", host},
+                                                         {"resolution_share_of_layer", share}})});
+  out.plot = stacked_plot(r, "time on the critical GPU (us)",
+                          {{"synchronisation", sync}, {"data shuffles", shuffles}, {"host: CPU layout, launches", host}});
+  return out;
+}
+
 }  // namespace
 
 FigureOutput build_sweep_figure(const FigureSpec& spec, const FigureRuns& r) {
   FigureOutput out;
   const std::string& k = spec.kind;
+  if (k == "fig3") return gap_to_ideal(spec, r);
+  if (k == "fig4b") return address_resolution(spec, r);
   if (k == "fig12" || k == "fig16") {
     const std::string of = spec.speedup_of.empty() ? "moehub" : spec.speedup_of;
     const std::vector<ExtraColumn> extra{

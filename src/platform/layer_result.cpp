@@ -124,8 +124,9 @@ LayerResult LayerResult::from_json(const nlohmann::json& j) {
   return r;
 }
 
-const std::vector<ResultField>& result_fields() {
-  static const std::vector<ResultField> fields{
+namespace {
+std::vector<ResultField> make_result_fields() {
+  std::vector<ResultField> fields{
       {"layer_us", "us", "the MoE layer, until the last GPU finished",
        [](const LayerResult& r) -> std::optional<double> { return r.layer.us(); }},
       {"e2e_ms", "ms", "the whole model's forward pass with this MoE layer",
@@ -141,6 +142,18 @@ const std::vector<ResultField>& result_fields() {
       {"moehub_speedup", "x", "this layer time over MoE-Hub's", [](const LayerResult& r) { return r.moehub_speedup; }},
       {"fraction_of_ideal", "x", "the ideal layer time over this one",
        [](const LayerResult& r) { return r.fraction_of_ideal; }}};
+  // The Fig. 3 breakdown of the critical GPU's timeline, one field per activity.
+  for (size_t c = 0; c < kActivityCount; ++c) {
+    const std::string name = activity_name(static_cast<Activity>(c));
+    fields.push_back({"breakdown_us." + name, "us", "the critical GPU's time in " + name,
+                      [c](const LayerResult& r) -> std::optional<double> { return r.breakdown[c].us(); }});
+  }
+  return fields;
+}
+}  // namespace
+
+const std::vector<ResultField>& result_fields() {
+  static const std::vector<ResultField> fields = make_result_fields();
   return fields;
 }
 

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -54,10 +55,10 @@ struct LayerResult {
 
 // A numeric field of a result that a figure or a table row may name (`field = "layer_us"`).
 struct ResultField {
-  const char* key;
-  const char* unit;
-  const char* what;
-  std::optional<double> (*get)(const LayerResult&);
+  std::string key;
+  std::string unit;
+  std::string what;
+  std::function<std::optional<double>(const LayerResult&)> get;
 };
 const std::vector<ResultField>& result_fields();
 const ResultField* find_result_field(std::string_view key);  // null if none has that key

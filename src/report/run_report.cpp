@@ -105,7 +105,7 @@ struct HeadlineColumn {
 };
 
 std::string field_cell(const LayerResult& r, const char* key) {
-  const std::optional<double> v = find_result_field(key)->get(r);
+  const std::optional<double> v = find_result_field(key)->get(r);  // a key of result_fields()
   return v ? fmt::format("{:.3f}", *v) : std::string();
 }
 

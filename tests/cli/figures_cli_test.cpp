@@ -209,6 +209,42 @@ TEST_F(FiguresCli, TableBringsTheFiguresItReads) {
   EXPECT_FALSE(fs::exists(dir_ / "out" / "area.csv"));
 }
 
+// Fig. 3's CSV: the gap to the ideal layer is the scheduling overhead (shuffles, syncs, launches,
+// polling beyond ideal's), the exposed communication and what remains, row by row.
+TEST_F(FiguresCli, GapToIdealAddsUpFromTheBreakdown) {
+  write(dir_ / "exp" / "gap.toml", "[figure]\nkind = \"fig3\"\ntitle = \"gap\"\n[sweep]\nmodels = [\"mixtral-8x7b\"]\n"
+                                   "gpus = [2]\ntokens = [128]\nsystems = [\"megatron-te\", \"ideal\"]\n");
+  const Result r = figures({"gap"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::istringstream csv(slurp(dir_ / "out" / "gap.csv"));
+  std::string line;
+  std::getline(csv, line);
+  const auto split = [](const std::string& l) {
+    std::vector<std::string> v;
+    std::stringstream ss(l);
+    for (std::string c; std::getline(ss, c, ',');) v.push_back(c);
+    return v;
+  };
+  const std::vector<std::string> header = split(line);
+  const auto col = [&header](const std::string& name) {
+    return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  ASSERT_LT(col("overhead_share_of_layer"), header.size()) << line;
+  int rows = 0;
+  while (std::getline(csv, line)) {
+    const std::vector<std::string> c = split(line);
+    const double layer = std::stod(c[col("layer_us")]), gap = std::stod(c[col("gap_to_ideal_us")]);
+    const double sched = std::stod(c[col("scheduling_overhead_us")]), comm = std::stod(c[col("exposed_communication_us")]);
+    EXPECT_NEAR(gap, sched + comm + std::stod(c[col("other_gap_us")]), 1e-3) << line;
+    EXPECT_NEAR(std::stod(c[col("overhead_share_of_layer")]), (sched + comm) / layer, 1e-4) << line;
+    if (c[col("system")] == "ideal") EXPECT_EQ(gap, 0.0);
+    if (c[col("system")] == "megatron-te") EXPECT_GT(sched, 0.0) << "its syncs and permutes are overhead";
+    ++rows;
+  }
+  EXPECT_EQ(rows, 2);
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "gap.svg"));
+}
+
 TEST_F(FiguresCli, BadInput) {
   expect_bad_input({"nope"}, "figures: unknown figure 'nope' (known: tiny, tinytable, area)");
   expect_bad_input({"--jobs", "0"}, "--jobs: expected a positive number of jobs, got 0");
