@@ -14,6 +14,8 @@ auto in(Unit HubConfig::*unit, M member) {
   return [unit, member](HubConfig& h) -> auto& { return (h.*unit).*member; };
 }
 
+void declare_logic_area(ParamTable<HubConfig>& t);
+
 ParamTable<HubConfig> hub_table() {
   ParamTable<HubConfig> t;
   t.frequency("hub.clock", &HubConfig::clock, "Clock of the hub's structures; hub latencies are counted in its cycles")
@@ -94,22 +96,49 @@ ParamTable<HubConfig> hub_table() {
 
   const auto area = [](auto m) { return in(&HubConfig::area, m); };
   t.integer("hub.area.technology_nm", area(&AreaConfig::technology_nm), "Technology node of the area estimate")
-      .positive()
+      .range(1, 1000)
       .in_unit("nm");
   t.real("hub.area.sram_mbit_per_mm2", area(&AreaConfig::sram_mbit_per_mm2), "Single-port SRAM macro density incl. periphery")
       .positive()
+      .at_most(1000)
       .in_unit("Mbit/mm^2");
   t.real("hub.area.dual_port_factor", area(&AreaConfig::dual_port_factor),
-         "Area per bit of dual-port SRAM relative to single-port")
-      .at_least(1)
+         "Area per bit of dual-port SRAM relative to single-port (assumption)")
+      .range(1, 100)
       .in_unit("ratio");
-  t.real("hub.area.cam_factor", area(&AreaConfig::cam_factor), "Area per bit of binary CAM relative to single-port SRAM")
-      .at_least(1)
+  t.real("hub.area.cam_factor", area(&AreaConfig::cam_factor),
+         "Area per bit of binary CAM relative to single-port SRAM (assumption)")
+      .range(1, 100)
       .in_unit("ratio");
   t.real("hub.area.gpu_die_mm2", area(&AreaConfig::gpu_die_mm2), "GPU die area the overhead is compared with")
       .positive()
+      .at_most(1e5)
       .in_unit("mm^2");
+  declare_logic_area(t);
   return t;
+}
+
+// The logic estimate's cell areas (7 nm standard cells) and placement.
+void declare_logic_area(ParamTable<HubConfig>& t) {
+  const auto area = [](auto m) { return in(&HubConfig::area, m); };
+  const auto cell = [&](const char* key, double AreaConfig::*m, const char* what) {
+    t.real(key, area(m), what).positive().at_most(100).in_unit("um^2");
+  };
+  cell("hub.area.nand2_um2", &AreaConfig::nand2_um2, "Area of a 2-input NAND, the gate-equivalent unit");
+  cell("hub.area.xor2_um2", &AreaConfig::xor2_um2, "Area of a 2-input XOR (comparator bit, hash bit)");
+  cell("hub.area.ao22_um2", &AreaConfig::ao22_um2, "Area of an AND-OR 2-2 cell (one-hot select, 2:1 mux bit)");
+  cell("hub.area.half_adder_um2", &AreaConfig::half_adder_um2, "Area of a half adder (incrementer bit)");
+  cell("hub.area.full_adder_um2", &AreaConfig::full_adder_um2, "Area of a full adder (adder, comparator bit)");
+  cell("hub.area.flip_flop_um2", &AreaConfig::flip_flop_um2, "Area of a D flip-flop (register bit)");
+  t.real("hub.area.logic_utilization", area(&AreaConfig::logic_utilization),
+         "Share of a placed logic block that its cells fill; the rest is routing (assumption)")
+      .positive()
+      .at_most(1)
+      .in_unit("fraction");
+  t.integer("hub.area.xbar_ports", area(&AreaConfig::xbar_ports),
+            "Hub-crossbar ports widened for st.rowsp headers (assumption)")
+      .range(0, 64)
+      .in_unit("ports");
 }
 
 void check_aau(const AauConfig& a) {
@@ -139,6 +168,7 @@ HubConfig HubConfig::from(const Config& c) {
   HubConfig h;
   hub_table().read(c, h);
   h.aau.clock = h.rpm.clock = h.dam.clock = h.clock;
+  h.area.sm_count = c.integer_u32("gpu.sm_count");  // declared by the GPU layer; the area counts its SMs
   check_aau(h.aau);
   check_rpm(h.rpm);
   return h;

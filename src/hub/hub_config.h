@@ -48,6 +48,16 @@ struct AreaConfig {
   double dual_port_factor = 2.0;
   double cam_factor = 2.0;
   double gpu_die_mm2 = 814.0;
+  // Logic: one standard cell's area each (um^2), the share of a placed block the cells fill.
+  double nand2_um2 = 0;
+  double xor2_um2 = 0;
+  double ao22_um2 = 0;
+  double half_adder_um2 = 0;
+  double full_adder_um2 = 0;
+  double flip_flop_um2 = 0;
+  double logic_utilization = 1.0;
+  uint32_t xbar_ports = 0;  // hub-crossbar ports that carry st.rowsp headers
+  uint32_t sm_count = 0;    // gpu.sm_count: SMs that get the st.rowsp decode path
 };
 
 struct HubConfig {

@@ -64,6 +64,44 @@ TEST(CliArea, JsonHasEveryStructureTheTotalAndThePaperFigure) {
   }
 }
 
+const nlohmann::json& logic_block(const nlohmann::json& j, const std::string& name) {
+  for (const auto& b : j["logic"]) {
+    if (b["block"] == name) return b;
+  }
+  ADD_FAILURE() << "no logic block " << name;
+  return j;
+}
+
+TEST(CliArea, JsonReportsLogicBesideStorage) {
+  const auto j = area_json();
+  const double storage = j["storage_mm2"].get<double>();
+  const double logic = j["logic_mm2"].get<double>();
+  EXPECT_DOUBLE_EQ(storage, j["total_mm2"].get<double>());
+  EXPECT_GT(logic, 0.0);
+  EXPECT_NEAR(j["storage_and_logic_mm2"].get<double>(), storage + logic, 1e-12);
+  double sum = 0;
+  for (const auto& b : j["logic"]) sum += b["mm2"].get<double>();
+  EXPECT_NEAR(logic, sum, 1e-12);
+  // dgx-h800: 16 banks x 2 ports = 32 lanes, each comparing key 6 + 32 bits (38 XOR2, 37 + 1 NAND2).
+  const auto& tags = logic_block(j, "rat.tag_compare");
+  EXPECT_EQ(tags["copies"], 32);
+  EXPECT_EQ(tags["cells"]["xor2"], 32 * 38);
+  EXPECT_EQ(tags["cells"]["nand2"], 32 * 38);
+  EXPECT_EQ(logic_block(j, "sm.rowsp_decode")["copies"], 132);  // gpu.sm_count of the H800
+  // NAND2 0.05832 um^2, XOR2 0.13122 um^2 (ASAP7), 70 % utilization.
+  EXPECT_NEAR(tags["mm2"].get<double>(), 32 * 38 * (0.05832 + 0.13122) / 0.70 / 1e6, 1e-12);
+}
+
+TEST(CliArea, LogicFollowsItsParametersAndLeavesStorageAlone) {
+  const auto base = area_json();
+  const auto sparse = area_json({"--set", "hub.area.logic_utilization=0.35", "--set", "gpu.sm_count=66"});
+  EXPECT_DOUBLE_EQ(sparse["total_mm2"].get<double>(), base["total_mm2"].get<double>());
+  EXPECT_NEAR(logic_block(sparse, "rat.fifo")["mm2"].get<double>(), 2 * logic_block(base, "rat.fifo")["mm2"].get<double>(),
+              1e-15);
+  EXPECT_NEAR(logic_block(sparse, "sm.rowsp_decode")["mm2"].get<double>(),
+              logic_block(base, "sm.rowsp_decode")["mm2"].get<double>(), 1e-15);  // half the SMs, twice the spread
+}
+
 TEST(CliArea, SetOverridesReachTheEstimate) {
   const auto base = area_json();
   const auto big = area_json({"--set", "hub.rat.entries=8192", "--set", "hub.area.sram_mbit_per_mm2=13"});
@@ -77,6 +115,10 @@ TEST(CliArea, TableFormatShowsTotalAndPaper) {
   EXPECT_NE(r.out.find("rat.tags"), std::string::npos);
   EXPECT_NE(r.out.find("total"), std::string::npos);
   EXPECT_NE(r.out.find("paper VI-E: 0.49 mm^2 at 7 nm"), std::string::npos);
+  EXPECT_NE(r.out.find("storage total"), std::string::npos);
+  EXPECT_NE(r.out.find("aau.address"), std::string::npos);
+  EXPECT_NE(r.out.find("logic total"), std::string::npos);
+  EXPECT_NE(r.out.find("total: storage "), std::string::npos);
 }
 
 TEST(CliAreaBadInput, ZeroRatEntries) {
@@ -91,6 +133,12 @@ TEST(CliAreaBadInput, GranuleNotDividingTheEntry) {
 TEST(CliAreaBadInput, UnknownHubKey) { expect_bad_input({"area", "--set", "hub.rat.ways=4"}, "unknown key 'hub.rat.ways'"); }
 TEST(CliAreaBadInput, UnknownFormat) { expect_bad_input({"area", "--format", "xml"}, "--format"); }
 TEST(CliAreaBadInput, UnknownHardware) { expect_bad_input({"area", "--hardware", "dgx-z900"}, "run.hardware"); }
+TEST(CliAreaBadInput, UtilizationAboveOne) {
+  expect_bad_input({"area", "--set", "hub.area.logic_utilization=1.5"}, "hub.area.logic_utilization: must be at most 1");
+}
+TEST(CliAreaBadInput, NonPositiveCellArea) {
+  expect_bad_input({"area", "--set", "hub.area.flip_flop_um2=0"}, "hub.area.flip_flop_um2: must be greater than 0");
+}
 TEST(CliAreaBadInput, NonPositiveDensity) {
   expect_bad_input({"area", "--set", "hub.area.sram_mbit_per_mm2=0"}, "hub.area.sram_mbit_per_mm2: must be greater than 0");
 }
