@@ -10,6 +10,7 @@ void add_bench_command(CLI::App& app, CliContext& ctx) {
   bench->require_subcommand(1);
   add_bench_net_command(*bench, ctx);
   add_bench_gemm_command(*bench, ctx);
+  add_bench_host_command(*bench, ctx);
 }
 
 }  // namespace moehub

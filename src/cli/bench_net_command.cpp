@@ -1,6 +1,8 @@
 // `moehub bench net`: one traffic pattern on the interconnect alone. B is what each sender
 // sends: p2p (GPU 0 to GPU 1), alltoall (every GPU spreads B over the others, NCCL-style),
-// incast (every other GPU sends B to GPU 0). achieved_GBps = B / time to deliver everything.
+// incast (every other GPU sends B to GPU 0), ring (B is an all-gather's or reduce-scatter's
+// size as nccl-tests counts it; each GPU sends (n-1)/n of it to the next). achieved_GBps = what
+// each sender sends / time to deliver everything (for ring: nccl-tests' busbw).
 
 #include <chrono>
 #include <fmt/format.h>
@@ -67,10 +69,11 @@ int bench_net(const CliContext& ctx, BenchNetOptions& o) {
   const int gpus = static_cast<int>(RunParams::from(cfg).gpus);
   if (gpus < 2) throw UserError(o.gpus.empty() ? "run.gpus" : "--gpus", fmt::format("pattern {} needs at least 2 GPUs", o.pattern));
   const NetConfig net_cfg = NetConfig::from(cfg, gpus);
+  const uint64_t per_sender = o.pattern == "ring" ? bytes / static_cast<uint64_t>(gpus) * static_cast<uint64_t>(gpus - 1) : bytes;
   // The packet model costs an event or two per packet: refuse what would run for hours.
   constexpr uint64_t kMaxPackets = uint64_t{1} << 31;
   const uint64_t senders = o.pattern == "p2p" ? 1 : static_cast<uint64_t>(gpus - (o.pattern == "incast" ? 1 : 0));
-  const uint64_t packets = (bytes / net_cfg.max_payload_bytes + 1) * senders;
+  const uint64_t packets = (per_sender / net_cfg.max_payload_bytes + 1) * senders;
   if (net_cfg.fidelity == NetFidelity::Packet && (bytes / net_cfg.max_payload_bytes >= kMaxPackets || packets > kMaxPackets)) {
     throw UserError("--bytes", fmt::format("{} B per sender is about {} packets at packet fidelity (at most {}); use "
                                            "--fidelity flow or fewer bytes", bytes, packets, kMaxPackets));
@@ -86,6 +89,14 @@ int bench_net(const CliContext& ctx, BenchNetOptions& o) {
     net->transfer(0, 1, bytes, 0, done);
   } else if (o.pattern == "incast") {
     for (int g = 1; g < gpus; ++g) net->transfer(g, 0, bytes, 0, done);
+  } else if (o.pattern == "ring") {
+    // A ring all-gather or reduce-scatter of `bytes` (nccl-tests' size): each rank sends
+    // (n - 1) / n of it to its successor through NCCL's chunked slots. Reduction: the step-to-step
+    // forwarding dependency is left out (it adds n - 1 chunk latencies, microseconds against the
+    // large sizes this pattern is for), so achieved_GBps is nccl-tests' busbw.
+    std::vector<std::vector<uint64_t>> m(static_cast<size_t>(gpus), std::vector<uint64_t>(static_cast<size_t>(gpus), 0));
+    for (int g = 0; g < gpus; ++g) m[static_cast<size_t>(g)][static_cast<size_t>((g + 1) % gpus)] = per_sender;
+    a2a.start(std::move(m), 0, done);
   } else {
     a2a.start(AllToAll::uniform(gpus, bytes), 0, done);
   }
@@ -96,10 +107,10 @@ int bench_net(const CliContext& ctx, BenchNetOptions& o) {
   r["pattern"] = o.pattern;
   r["fidelity"] = net_cfg.fidelity == NetFidelity::Flow ? "flow" : "packet";
   r["gpus"] = gpus;
-  r["bytes_per_sender"] = bytes;
+  r["bytes_per_sender"] = per_sender;
   r["time_ps"] = finish.ps();
   r["time_us"] = finish.us();
-  r["achieved_GBps"] = finish.ps() > 0 ? static_cast<double>(bytes) / finish.seconds() / 1e9 : 0.0;
+  r["achieved_GBps"] = finish.ps() > 0 ? static_cast<double>(per_sender) / finish.seconds() / 1e9 : 0.0;
   r["net"] = net->stats();
   if (o.format == "json") {
     nlohmann::json out{{"config", cfg.to_json()}, {"results", r}, {"perf", {{"wall_s", wall_s}, {"events", sim.events_executed()}}}};
@@ -113,9 +124,9 @@ int bench_net(const CliContext& ctx, BenchNetOptions& o) {
 }  // namespace
 
 void add_bench_net_command(CLI::App& bench, CliContext& ctx) {
-  auto* cmd = bench.add_subcommand("net", "Interconnect microbenchmark: p2p, alltoall or incast");
+  auto* cmd = bench.add_subcommand("net", "Interconnect microbenchmark: p2p, alltoall, incast or ring (all-gather / reduce-scatter)");
   auto o = std::make_shared<BenchNetOptions>();
-  cmd->add_option("--pattern", o->pattern, "Traffic pattern")->required()->check(CLI::IsMember({"p2p", "alltoall", "incast"}));
+  cmd->add_option("--pattern", o->pattern, "Traffic pattern")->required()->check(CLI::IsMember({"p2p", "alltoall", "incast", "ring"}));
   cmd->add_option("--bytes", o->bytes, "Payload each sender sends, e.g. 16MiB or 4096")->required();
   cmd->add_option("--gpus", o->gpus, "GPUs (default run.gpus = 8)");
   cmd->add_option("--fidelity", o->fidelity, "Network model (default net.fidelity)")->check(CLI::IsMember({"packet", "flow"}));

@@ -28,6 +28,7 @@ void add_verify_command(CLI::App& app, CliContext& ctx);
 void add_bench_command(CLI::App& app, CliContext& ctx);
 void add_bench_net_command(CLI::App& bench, CliContext& ctx);
 void add_bench_gemm_command(CLI::App& bench, CliContext& ctx);
+void add_bench_host_command(CLI::App& bench, CliContext& ctx);
 void add_area_command(CLI::App& app, CliContext& ctx);
 void add_figures_command(CLI::App& app, CliContext& ctx);
 void add_accuracy_command(CLI::App& app, CliContext& ctx);

@@ -128,3 +128,25 @@ TEST(CliBenchGemmBadInput, UnknownHardware) {
 TEST(CliBenchGemmBadInput, BenchWithoutSubcommand) { expect_bad_input({"bench"}, "subcommand"); }
 
 }  // namespace
+
+// `moehub bench host`: N empty kernels from one host thread. The host issues one every
+// host.issue_cost; the GPU starts one at most every gpu.launch_gap after the last began.
+TEST(CliBenchHost, BackToBackLaunchesTakeTheSlowerOfIssueAndLaunchGap) {
+  auto host = [](std::vector<std::string> extra) {
+    std::vector<std::string> args{"bench", "host", "--kernels", "10", "--format", "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Result r = moehub(args);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  // dgx-h800: issue 3 us > gap 1.5 us: host-bound, 10 x 3 us + the last kernel's 1.5 us gap.
+  EXPECT_EQ(host({})["time_ps"], 31500000);
+  // Issue 1 us < gap 1.5 us: the first issue, then 10 gaps of 1.5 us.
+  const auto j = host({"--set", "host.issue_cost=1us"});
+  EXPECT_EQ(j["time_ps"], 16000000);
+  EXPECT_DOUBLE_EQ(j["per_kernel_us"].get<double>(), 1.6);
+  // Each as an eager framework op: 5 us of framework cost before each 3 us launch.
+  EXPECT_EQ(host({"--framework-ops"})["time_ps"], 81500000);
+}
+
+TEST(CliBenchHostBadInput, ZeroKernels) { expect_bad_input({"bench", "host", "--kernels", "0"}, "--kernels: expected a number"); }

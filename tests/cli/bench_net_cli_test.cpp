@@ -65,6 +65,19 @@ TEST(CliBenchNet, AllToAllInBothFidelitiesAgrees) {
   EXPECT_LT(f, 160.0);  // 200 GB/s x 128/160 with acks
 }
 
+TEST(CliBenchNet, RingSendsEachRankItsShareToTheNextOnly) {
+  // 8 GPUs, 8 MiB: each sends 7/8 of it, 7 MiB, to its successor alone at one link's rate
+  // (200 GB/s x 128 B of payload per 144 B packet, less NCCL's slot turnarounds).
+  const auto j = bench_json({"--pattern", "ring", "--bytes", "8MiB", "--fidelity", "flow"});
+  EXPECT_EQ(j["results"]["bytes_per_sender"], 7u * 1024 * 1024);
+  const double link = 200.0 * 128 / 144;
+  EXPECT_LT(j["results"]["achieved_GBps"].get<double>(), link);
+  EXPECT_GT(j["results"]["achieved_GBps"].get<double>(), 0.8 * link);
+  // Packet and flow fidelity agree on it.
+  const auto packet = bench_json({"--pattern", "ring", "--bytes", "8MiB"});
+  EXPECT_NEAR(packet["results"]["achieved_GBps"].get<double>() / j["results"]["achieved_GBps"].get<double>(), 1.0, 0.05);
+}
+
 TEST(CliBenchNet, GpusAndSetReachTheModel) {
   const auto j = bench_json({"--pattern", "p2p", "--bytes", "128", "--gpus", "4", "--set", "net.gpu_switch_latency=100ns"});
   EXPECT_EQ(j["results"]["gpus"], 4);
