@@ -198,7 +198,7 @@ FigureOutput build_area_figure(const FigureSpec& spec, const FigureContext& cont
   panel.bars = true;
   panel.title = fmt::format("{} ({} nm, {:.1f} Mbit/mm^2 SRAM)", spec.hardware, e.technology_nm, e.sram_mbit_per_mm2);
   panel.ylabel = "area (mm^2)";
-  PlotSeries s{"this estimate (storage only)", {}, false};
+  PlotSeries s{"this estimate: storage and logic", {}, false};
   for (const AreaItem& it : e.items) {
     t.rows.push_back({it.structure, storage_cell_name(it.cell), std::to_string(it.entries),
                       std::to_string(it.bits_per_entry), std::to_string(it.bits()), fmt::format("{:.6f}", it.mm2),
@@ -206,16 +206,27 @@ FigureOutput build_area_figure(const FigureSpec& spec, const FigureContext& cont
     panel.categories.push_back(it.structure);
     s.y.push_back(it.mm2);
   }
-  t.rows.push_back({"total", "", "", "", std::to_string(e.total_bits), fmt::format("{:.6f}", e.total_mm2),
+  t.rows.push_back({"storage total", "", "", "", std::to_string(e.total_bits), fmt::format("{:.6f}", e.total_mm2),
                     fmt::format("{:.4f} % of the die", 100.0 * e.die_fraction)});
+  // Logic blocks: `entries` holds their copies, `fields` what one copy holds (docs/hub.md 5.2).
+  for (const LogicItem& it : e.logic) {
+    t.rows.push_back({it.block, "logic", std::to_string(it.copies), "", "", fmt::format("{:.6f}", it.mm2), it.formula});
+    panel.categories.push_back(it.block);
+    s.y.push_back(it.mm2);
+  }
+  t.rows.push_back({"logic total", "logic", "", "", "", fmt::format("{:.6f}", e.logic_mm2),
+                    fmt::format("{:.0f} NAND2 equivalents at {:.0f} % placement utilization", e.logic_nand2_eq,
+                                100.0 * e.logic_utilization)});
+  t.rows.push_back({"total", "", "", "", "", fmt::format("{:.6f}", e.storage_and_logic_mm2),
+                    fmt::format("{:.4f} % of the die", 100.0 * e.storage_and_logic_die_fraction)});
   t.rows.push_back({"paper (VI-E, storage and logic)", "", "", "", "", fmt::format("{:.6f}", kPaperHubAreaMm2),
                     fmt::format("{} nm", kPaperHubAreaNodeNm)});
   panel.series.push_back(std::move(s));
   Plot plot;
   plot.title = spec.title;
   plot.panels.push_back(std::move(panel));
-  plot.note = fmt::format("total {:.4f} mm^2 (storage only); paper VI-E: {:.2f} mm^2 at {} nm including logic",
-                          e.total_mm2, kPaperHubAreaMm2, kPaperHubAreaNodeNm);
+  plot.note = fmt::format("storage {:.4f} + logic {:.4f} = {:.4f} mm^2; paper VI-E: {:.2f} mm^2 at {} nm (docs/hub.md 5.3)",
+                          e.total_mm2, e.logic_mm2, e.storage_and_logic_mm2, kPaperHubAreaMm2, kPaperHubAreaNodeNm);
   out.csvs.push_back({spec.name + ".csv", std::move(t)});
   out.plot = std::move(plot);
   return out;
