@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu/block_program.h"
@@ -24,6 +25,10 @@ namespace moehub::gpu {
 // C[m_g x n] = A[m_g x k] x B_g[k x n] for every group g (an expert with m_g rows); a plain
 // GEMM is one group. Groups with no rows have no tiles.
 struct GemmProblem {
+  GemmProblem() = default;
+  GemmProblem(std::vector<uint64_t> rows, uint64_t n_, uint64_t k_, uint32_t bytes = 2, std::vector<uint64_t> active = {})
+      : group_rows(std::move(rows)), n(n_), k(k_), element_bytes(bytes), active_rows(std::move(active)) {}
+
   std::vector<uint64_t> group_rows;
   uint64_t n = 0;
   uint64_t k = 0;

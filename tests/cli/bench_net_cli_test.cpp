@@ -93,7 +93,7 @@ TEST(CliBenchNet, TableNamesTheResultsAndLinks) {
 }
 
 TEST(CliBenchNet, BadInputExitsWithStatusTwo) {
-  expect_bad_input({"bench", "net", "--pattern", "ring", "--bytes", "1"}, "--pattern");
+  expect_bad_input({"bench", "net", "--pattern", "butterfly", "--bytes", "1"}, "--pattern");
   expect_bad_input({"bench", "net", "--pattern", "p2p", "--bytes", "0"}, "--bytes: must be greater than 0");
   expect_bad_input({"bench", "net", "--pattern", "p2p", "--bytes", "12 parsecs"}, "--bytes");
   expect_bad_input({"bench", "net", "--pattern", "p2p", "--bytes", "1", "--gpus", "1"}, "at least 2 GPUs");

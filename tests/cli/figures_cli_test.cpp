@@ -237,8 +237,12 @@ TEST_F(FiguresCli, GapToIdealAddsUpFromTheBreakdown) {
     const double sched = std::stod(c[col("scheduling_overhead_us")]), comm = std::stod(c[col("exposed_communication_us")]);
     EXPECT_NEAR(gap, sched + comm + std::stod(c[col("other_gap_us")]), 1e-3) << line;
     EXPECT_NEAR(std::stod(c[col("overhead_share_of_layer")]), (sched + comm) / layer, 1e-4) << line;
-    if (c[col("system")] == "ideal") EXPECT_EQ(gap, 0.0);
-    if (c[col("system")] == "megatron-te") EXPECT_GT(sched, 0.0) << "its syncs and permutes are overhead";
+    if (c[col("system")] == "ideal") {
+      EXPECT_EQ(gap, 0.0);
+    }
+    if (c[col("system")] == "megatron-te") {
+      EXPECT_GT(sched, 0.0) << "its syncs and permutes are overhead";
+    }
     ++rows;
   }
   EXPECT_EQ(rows, 2);
