@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include "sim/error.h"
 #include "systems/system_run.h"
 #include "systems/tutel/tutel_capacity.h"
 #include "systems/tutel/tutel_system.h"
