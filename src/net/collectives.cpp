@@ -28,24 +28,23 @@ AllToAll::AllToAll(Network& net, Simulator& sim, const NcclConfig& config) : net
   slot_return_ = net.config().unloaded_packet_latency(0);
 }
 
-std::vector<std::vector<uint64_t>> AllToAll::uniform(int gpus, uint64_t bytes_per_gpu) {
-  std::vector<std::vector<uint64_t>> m(static_cast<size_t>(gpus), std::vector<uint64_t>(static_cast<size_t>(gpus), 0));
+PerPair<uint64_t> AllToAll::uniform(int gpus, uint64_t bytes_per_gpu) {
+  PerPair<uint64_t> m(gpus, 0);
   if (gpus < 2) return m;
   const uint64_t peers = static_cast<uint64_t>(gpus - 1);
   for (int s = 0; s < gpus; ++s) {
     for (int k = 1; k < gpus; ++k) {
       const int d = (s + k) % gpus;
       // The first bytes_per_gpu % peers peers (in ring order) take one extra byte.
-      m[static_cast<size_t>(s)][static_cast<size_t>(d)] =
-          bytes_per_gpu / peers + (static_cast<uint64_t>(k - 1) < bytes_per_gpu % peers ? 1 : 0);
+      m(s, d) = bytes_per_gpu / peers + (static_cast<uint64_t>(k - 1) < bytes_per_gpu % peers ? 1 : 0);
     }
   }
   return m;
 }
 
-void AllToAll::start(std::vector<std::vector<uint64_t>> bytes, int priority, Callback on_complete) {
+void AllToAll::start(const PerPair<uint64_t>& bytes, int priority, Callback on_complete) {
   const int n = net_.config().gpus;
-  if (static_cast<int>(bytes.size()) != n) throw std::logic_error("AllToAll: matrix is not gpus x gpus");
+  if (bytes.gpus() != n) throw std::logic_error("AllToAll: matrix is not gpus x gpus");
   if (started_ && outstanding_bytes_ > 0) throw std::logic_error("AllToAll: previous collective still running");
   started_ = true;
   priority_ = priority;
@@ -58,7 +57,7 @@ void AllToAll::start(std::vector<std::vector<uint64_t>> bytes, int priority, Cal
   for (size_t r = 1; r < deltas.size(); ++r) {
     for (int src = 0; src < n; ++src) {
       const int dst = (src + deltas[r]) % n;
-      const uint64_t total = bytes[static_cast<size_t>(src)].at(static_cast<size_t>(dst));
+      const uint64_t total = bytes(src, dst);
       if (total == 0) continue;  // NCCL skips zero-size sends
       // Split over channels in whole packets, so no channel adds a partial packet of its own.
       const uint64_t per = (total + static_cast<uint64_t>(cfg_.channels_per_peer) - 1) / static_cast<uint64_t>(cfg_.channels_per_peer);

@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "net/network.h"
 #include "sim/callback.h"
+#include "sim/per_gpu.h"
 #include "sim/simulator.h"
 
 namespace moehub {
@@ -36,11 +37,11 @@ class AllToAll {
   AllToAll(const AllToAll&) = delete;
   AllToAll& operator=(const AllToAll&) = delete;
 
-  // bytes[src][dst] payload bytes from every GPU to every GPU (all-to-all-v). `on_complete`
+  // bytes(src, dst): payload bytes from every GPU to every GPU (all-to-all-v). `on_complete`
   // runs when the last byte has been delivered. One collective at a time per object.
-  void start(std::vector<std::vector<uint64_t>> bytes, int priority, Callback on_complete);
+  void start(const PerPair<uint64_t>& bytes, int priority, Callback on_complete);
   // Uniform all-to-all: every GPU spreads `bytes_per_gpu` evenly over the other GPUs.
-  static std::vector<std::vector<uint64_t>> uniform(int gpus, uint64_t bytes_per_gpu);
+  static PerPair<uint64_t> uniform(int gpus, uint64_t bytes_per_gpu);
 
   bool finished() const { return outstanding_bytes_ == 0 && started_; }
   Time finish_time() const { return finish_; }

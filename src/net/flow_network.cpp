@@ -12,7 +12,7 @@ FlowNetwork::FlowNetwork(const NetConfig& config, Simulator& sim, TraceRecorder*
     : TransferNetwork(sim, std::max(config.gpus, 0)), cfg_(config), sim_(sim), trace_(trace) {
   cfg_.validate();
   resources_.resize(static_cast<size_t>(cfg_.gpus) * 2);
-  classes_by_pair_.resize(static_cast<size_t>(cfg_.gpus) * static_cast<size_t>(cfg_.gpus));
+  classes_by_pair_ = PerPair<std::vector<uint32_t>>(cfg_.gpus);
   for (auto& r : resources_) r.capacity = static_cast<double>(cfg_.gpu_bandwidth.bytes_per_second());
 }
 

@@ -69,9 +69,7 @@ class FlowNetwork final : public TransferNetwork {
   size_t egress(int gpu) const { return static_cast<size_t>(gpu) * 2; }
   size_t ingress(int gpu) const { return static_cast<size_t>(gpu) * 2 + 1; }
   FlowClass& class_for(int src, int dst, double wire_per_byte, double ack_per_byte);
-  std::vector<uint32_t>& pair_classes(int src, int dst) {
-    return classes_by_pair_[static_cast<size_t>(src) * static_cast<size_t>(cfg_.gpus) + static_cast<size_t>(dst)];
-  }
+  std::vector<uint32_t>& pair_classes(int src, int dst) { return classes_by_pair_(src, dst); }
   void advance();
   void reallocate();
   void schedule_next();
@@ -87,9 +85,9 @@ class FlowNetwork final : public TransferNetwork {
     std::vector<char> frozen;
   };
   std::vector<FlowClass> classes_;  // in order of formation; empty classes are removed
-  // Indices into classes_ per (src * gpus + dst): a flow start looks among the classes of its
+  // Indices into classes_ per (src, dst): a flow start looks among the classes of its
   // own pair (usually one) instead of walking every class (about a thousand with 32 GPUs).
-  std::vector<std::vector<uint32_t>> classes_by_pair_;
+  PerPair<std::vector<uint32_t>> classes_by_pair_;
   Scratch scratch_;
   std::vector<Resource> resources_;
   struct Done {  // a flow whose payload has left, in on_event

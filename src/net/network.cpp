@@ -11,7 +11,7 @@ void TransferNetwork::send(Packet&& packet) {
   const uint64_t bytes = packet.payload_bytes;
   const int priority = packet.priority;
   transfer(src, dst, bytes, priority, [this, p = std::move(packet)]() mutable {
-    if (PacketReceiver* r = receivers_.at(static_cast<size_t>(p.dst))) r->deliver(std::move(p));
+    if (PacketReceiver* r = receivers_.at(p.dst)) r->deliver(std::move(p));
   });
 }
 

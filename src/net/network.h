@@ -15,6 +15,7 @@
 #include "net/net_config.h"
 #include "net/packet.h"
 #include "sim/callback.h"
+#include "sim/per_gpu.h"
 #include "sim/simulator.h"
 #include "sim/trace_recorder.h"
 
@@ -77,12 +78,12 @@ class Network {
 // study's network that models only transfers.
 class TransferNetwork : public Network {
  public:
-  explicit TransferNetwork(Simulator& sim, int gpus) : sim_(sim), receivers_(static_cast<size_t>(gpus), nullptr) {}
+  explicit TransferNetwork(Simulator& sim, int gpus) : sim_(sim), receivers_(gpus, nullptr) {}
 
   void stream(int src, int dst, uint64_t bytes, int priority, const StreamOptions&, Callback on_complete) override {
     transfer(src, dst, bytes, priority, std::move(on_complete));
   }
-  void set_receiver(int gpu, PacketReceiver* receiver) override { receivers_.at(static_cast<size_t>(gpu)) = receiver; }
+  void set_receiver(int gpu, PacketReceiver* receiver) override { receivers_.at(gpu) = receiver; }
   // A message is one flow; its payload field is 32 bits wide.
   uint64_t message_limit() const override { return UINT32_MAX; }
   bool can_send(int, uint32_t, PacketKind = PacketKind::Write) const override { return true; }
@@ -93,7 +94,7 @@ class TransferNetwork : public Network {
 
  private:
   Simulator& sim_;
-  std::vector<PacketReceiver*> receivers_;
+  PerGpu<PacketReceiver*> receivers_;
 };
 
 std::unique_ptr<Network> make_network(const NetConfig& config, Simulator& sim, TraceRecorder* trace = nullptr);

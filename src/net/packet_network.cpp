@@ -42,7 +42,7 @@ PacketNetwork::PacketNetwork(const NetConfig& config, Simulator& sim, TraceRecor
   coalesce_ = ser_[max_flits];
 
   egress_.resize(static_cast<size_t>(n_) * 2);
-  next_plane_.assign(static_cast<size_t>(n_) * n_, 0);
+  next_plane_ = PerPair<uint8_t>(static_cast<int>(n_), 0);
   uplinks_.resize(static_cast<size_t>(n_) * s_);
   for (auto& u : uplinks_) {
     u.credits.init(cfg_.buffer_flits(cfg_.switch_buffer_bytes), cfg_.buffer_flits(cfg_.response_buffer_bytes));
@@ -55,7 +55,7 @@ PacketNetwork::PacketNetwork(const NetConfig& config, Simulator& sim, TraceRecor
   }
   ingress_.resize(static_cast<size_t>(n_) * s_ * 2);
   ingress_blocked_.assign(static_cast<size_t>(n_) * s_, kFree);
-  ports_.resize(n_);
+  ports_.resize(static_cast<int>(n_));
   pool_.reserve(1024);
   engine_ = std::make_unique<TransferEngine>(*this, sim_);
   if (trace_) {
@@ -166,7 +166,7 @@ void PacketNetwork::send(Packet&& p) {
   s.pkt = std::move(p);  // its plane is chosen when it reaches the head of the FIFO
   Queue& q = egress(src, tc);
   push(q, id);
-  Port& port = ports_[static_cast<size_t>(src)];
+  Port& port = ports_[src];
   if (q.flits > port.peak_flits) port.peak_flits = q.flits;
   ++port.injected;
   ++injected_packets_;
@@ -174,7 +174,7 @@ void PacketNetwork::send(Packet&& p) {
 }
 
 void PacketNetwork::request_room(int gpu, RoomListener* listener) {
-  auto& ls = ports_[static_cast<size_t>(gpu)].listeners;
+  auto& ls = ports_[gpu].listeners;
   for (auto* l : ls) {
     if (l == listener) return;
   }
@@ -182,19 +182,19 @@ void PacketNetwork::request_room(int gpu, RoomListener* listener) {
 }
 
 void PacketNetwork::request_response_room(int gpu, RoomListener* listener) {
-  auto& ls = ports_[static_cast<size_t>(gpu)].response_listeners;
+  auto& ls = ports_[gpu].response_listeners;
   for (auto* l : ls) {
     if (l == listener) return;
   }
   ls.push_back(listener);
 }
 
-void PacketNetwork::set_receiver(int gpu, PacketReceiver* receiver) { ports_[static_cast<size_t>(gpu)].receiver = receiver; }
+void PacketNetwork::set_receiver(int gpu, PacketReceiver* receiver) { ports_[gpu].receiver = receiver; }
 
 // ---------------------------------------------------------------- egress: FIFO -> uplinks
 
 void PacketNetwork::pump(int gpu) {
-  Port& port = ports_[static_cast<size_t>(gpu)];
+  Port& port = ports_[gpu];
   if (port.pumping) {
     port.repump = true;
     return;
@@ -210,7 +210,7 @@ void PacketNetwork::pump(int gpu) {
       // at the links instead of a scan per class (the common case under load).
       {
         const Time now = sim_.now();
-        const Uplink* up = &uplinks_[static_cast<size_t>(gpu) * s_];
+        const Uplink* up = &uplinks_[link_index(gpu, 0)];
         Time link_free = Time::max();
         for (uint32_t plane = 0; plane < s_; ++plane) link_free = min(link_free, up[plane].busy_until);
         if (link_free > now) {
@@ -228,13 +228,13 @@ void PacketNetwork::pump(int gpu) {
         // peer use consecutive planes, like the GPU's interleaving of 128 B lines over its
         // NVLinks), or the first plane after it that is idle and has credits: a packet never
         // waits for one link's serialisation while another link of the GPU is idle.
-        uint8_t& rr = next_plane_[static_cast<size_t>(gpu) * n_ + static_cast<size_t>(head.pkt.dst)];
+        uint8_t& rr = next_plane_(gpu, head.pkt.dst);
         int chosen = -1;
         bool starved = false;
         Time link_free = Time::max();
         for (uint32_t i = 0; i < s_; ++i) {
           const uint32_t plane = rr + i < s_ ? rr + i : rr + i - s_;
-          Uplink& up = uplinks_[static_cast<size_t>(gpu) * s_ + plane];
+          Uplink& up = uplinks_[link_index(gpu, plane)];
           if (up.busy_until > now) {
             link_free = min(link_free, up.busy_until);
             continue;
@@ -253,7 +253,7 @@ void PacketNetwork::pump(int gpu) {
           if (starved) {
             port.planes_stalled = true;
             for (uint32_t plane = 0; plane < s_; ++plane) {
-              Uplink& up = uplinks_[static_cast<size_t>(gpu) * s_ + plane];
+              Uplink& up = uplinks_[link_index(gpu, plane)];
               if (up.busy_until > now || up.credits.available(tc, now) >= head.flits) continue;
               up.need[tc] = head.flits;
               up.stats.stall(now);
@@ -268,7 +268,7 @@ void PacketNetwork::pump(int gpu) {
         if (port.planes_stalled) {
           port.planes_stalled = false;
           for (uint32_t plane = 0; plane < s_; ++plane) {
-            Uplink& up = uplinks_[static_cast<size_t>(gpu) * s_ + plane];
+            Uplink& up = uplinks_[link_index(gpu, plane)];
             if (!up.waiting() || static_cast<int>(plane) == chosen) continue;
             up.stop_waiting();
             up.stats.end_stall(now);
@@ -307,7 +307,7 @@ void PacketNetwork::send_on_uplink(int gpu, int tc) {
   const Time now = sim_.now();
   const uint32_t id = pop(egress(gpu, tc));
   Slot& s = pool_[id];
-  Uplink& up = uplinks_[static_cast<size_t>(gpu) * s_ + s.plane];
+  Uplink& up = uplinks_[link_index(gpu, s.plane)];
   up.credits.take(tc, s.flits);
   up.stop_waiting();
   const Time ser = ser_[s.flits];
@@ -328,7 +328,7 @@ void PacketNetwork::send_on_uplink(int gpu, int tc) {
 }
 
 void PacketNetwork::schedule_egress_wake(int gpu, Time at, bool exact) {
-  Port& port = ports_[static_cast<size_t>(gpu)];
+  Port& port = ports_[gpu];
   const int64_t t = at == Time::max() ? INT64_MAX : at.ps();
   if (exact ? t == port.wake_at : t >= port.wake_at) return;  // an earlier wake re-checks and asks again
   if (port.wake_at != INT64_MAX) sim_.cancel(port.wake);
@@ -338,7 +338,7 @@ void PacketNetwork::schedule_egress_wake(int gpu, Time at, bool exact) {
 }
 
 void PacketNetwork::on_egress_wake(int gpu) {
-  ports_[static_cast<size_t>(gpu)].wake_at = INT64_MAX;  // the only pending wake: the others were cancelled
+  ports_[gpu].wake_at = INT64_MAX;  // the only pending wake: the others were cancelled
   pump(gpu);
 }
 
@@ -451,7 +451,7 @@ void PacketNetwork::send_on_downlink(uint32_t out, int tc, uint32_t in, Time now
                        o.busy_until, coalesce_);
   }
   // The input buffer slot frees once the packet has left; the credit crosses back to the GPU.
-  Uplink& up = uplinks_[static_cast<size_t>(in) * s_ + static_cast<size_t>(plane)];
+  Uplink& up = uplinks_[link_index(static_cast<int>(in), plane)];
   const Time credit_at = o.busy_until + link_latency_;
   up.credits.give_at(credit_at, tc, s.flits);
   // A stalled head can leave once its class has the credits it needs, which may be later.
@@ -490,7 +490,7 @@ Packet PacketNetwork::release(uint32_t id) {
 }
 
 void PacketNetwork::count_delivered(int gpu, PacketKind kind) {
-  ++ports_[static_cast<size_t>(gpu)].delivered;
+  ++ports_[gpu].delivered;
   ++delivered_packets_;
   ++delivered_by_kind_[static_cast<size_t>(kind)];
   if (kind == PacketKind::Ack) ++acks_delivered_;
@@ -508,8 +508,8 @@ void PacketNetwork::schedule_ingress_wake(int gpu, int plane, int tc, Time at) {
 
 void PacketNetwork::on_ingress(int gpu, int plane, int tc) {
   Queue& q = ingress(gpu, plane, tc);
-  Port& port = ports_[static_cast<size_t>(gpu)];
-  const size_t link = static_cast<size_t>(gpu) * s_ + static_cast<size_t>(plane);
+  Port& port = ports_[gpu];
+  const size_t link = link_index(gpu, plane);
   const uint32_t out = static_cast<uint32_t>(plane) * n_ + static_cast<uint32_t>(gpu);
   if (sim_.now().ps() >= q.wake_at) q.wake_at = INT64_MAX;
   while (!q.empty()) {
@@ -576,7 +576,7 @@ void PacketNetwork::on_ingress(int gpu, int plane, int tc) {
 
 void PacketNetwork::retry_ingress(int gpu, Blocked reason) {
   for (uint32_t s = 0; s < s_; ++s) {
-    uint8_t& b = ingress_blocked_[static_cast<size_t>(gpu) * s_ + s];
+    uint8_t& b = ingress_blocked_[link_index(gpu, s)];
     if (b != reason) continue;
     b = kFree;
     const int plane = static_cast<int>(s);

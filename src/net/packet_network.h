@@ -19,6 +19,7 @@
 #include "net/link_stats.h"
 #include "net/network.h"
 #include "net/packet.h"
+#include "sim/per_gpu.h"
 
 namespace moehub {
 
@@ -139,6 +140,8 @@ class PacketNetwork final : public Network {
   void count_delivered(int gpu, PacketKind kind);
   void retry_ingress(int gpu, Blocked reason);
 
+  // GPU gpu's link to switch plane `plane` (uplinks_, ingress_blocked_).
+  size_t link_index(int gpu, uint32_t plane) const { return static_cast<size_t>(gpu) * s_ + plane; }
   Queue& egress(int gpu, int tc) { return egress_[static_cast<size_t>(gpu) * 2 + static_cast<size_t>(tc)]; }
   // VOQs are laid out by output link, then class, then input: one arbitration scans one run.
   size_t voq_index(uint32_t output, int tc, uint32_t in) const {
@@ -148,7 +151,7 @@ class PacketNetwork final : public Network {
   uint32_t pop_voq(uint32_t output, int tc, uint32_t in);
   void set_voq_head(Output& o, int tc, uint32_t in, size_t index);
   Queue& ingress(int gpu, int plane, int tc) {
-    return ingress_[(static_cast<size_t>(gpu) * s_ + static_cast<size_t>(plane)) * 2 + static_cast<size_t>(tc)];
+    return ingress_[link_index(gpu, static_cast<uint32_t>(plane)) * 2 + static_cast<size_t>(tc)];
   }
 
   NetConfig cfg_;
@@ -168,7 +171,7 @@ class PacketNetwork final : public Network {
   static_assert(sizeof(Slot) == 64, "a packet slot is one cache line");
   uint32_t free_head_ = kNil;
   std::vector<Queue> egress_;
-  std::vector<uint8_t> next_plane_;  // per (src, dst): round-robin spreading
+  PerPair<uint8_t> next_plane_;  // round-robin spreading
   std::vector<Uplink> uplinks_;
   std::vector<Queue> voq_;
   // A copy of each VOQ's head packet's arbitration fields (valid while the VOQ is not empty),
@@ -182,7 +185,7 @@ class PacketNetwork final : public Network {
   std::vector<Output> outputs_;
   std::vector<Queue> ingress_;
   std::vector<uint8_t> ingress_blocked_;
-  std::vector<Port> ports_;
+  PerGpu<Port> ports_;
   std::unique_ptr<TransferEngine> engine_;
   uint64_t injected_packets_ = 0;
   uint64_t delivered_packets_ = 0;

@@ -7,7 +7,7 @@
 namespace moehub {
 
 TransferEngine::TransferEngine(PacketNetwork& net, Simulator& sim)
-    : net_(net), sim_(sim), engines_(static_cast<size_t>(net.config().gpus)) {}
+    : net_(net), sim_(sim), engines_(net.config().gpus) {}
 
 void TransferEngine::start(int src, int dst, uint64_t bytes, int priority, const StreamOptions& options,
                            Callback on_complete) {
@@ -41,12 +41,12 @@ void TransferEngine::start(int src, int dst, uint64_t bytes, int priority, const
   t.complete_on_ack = options.complete_on_ack;
   t.priority = static_cast<uint8_t>(std::clamp(priority, 0, 255));
   t.on_complete = std::move(on_complete);
-  engines_[static_cast<size_t>(src)].active.push_back(id);
+  engines_[src].active.push_back(id);
   pump(src);
 }
 
 void TransferEngine::pump(int gpu) {
-  Engine& e = engines_[static_cast<size_t>(gpu)];
+  Engine& e = engines_[gpu];
   if (e.pumping) return;  // the outer call keeps going while the FIFO has room
   e.pumping = true;
   while (!e.active.empty()) {
@@ -82,7 +82,7 @@ void TransferEngine::pump(int gpu) {
 }
 
 void TransferEngine::on_room(int gpu) {
-  engines_[static_cast<size_t>(gpu)].waiting_room = false;
+  engines_[gpu].waiting_room = false;
   pump(gpu);
 }
 

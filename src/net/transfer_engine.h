@@ -10,6 +10,7 @@
 #include "net/packet.h"
 #include "net/packet_network.h"
 #include "sim/callback.h"
+#include "sim/per_gpu.h"
 #include "sim/simulator.h"
 
 namespace moehub {
@@ -51,7 +52,7 @@ class TransferEngine final : public PacketClient, public RoomListener {
   Simulator& sim_;
   std::vector<Transfer> transfers_;
   std::vector<uint32_t> free_;
-  std::vector<Engine> engines_;
+  PerGpu<Engine> engines_;
 };
 
 }  // namespace moehub

@@ -24,8 +24,8 @@ Cluster::Cluster(Simulator& sim, const Config& config, const Workload& workload,
       nccl_(NcclConfig::from(config)) {
   const int n = static_cast<int>(workload.tokens().gpus());
   network_ = make_net(NetConfig::from(config, n), sim, trace);
-  activity_.resize(static_cast<size_t>(n));
-  phases_.resize(static_cast<size_t>(n));
+  activity_.resize(n);
+  phases_.resize(n);
   for (int g = 0; g < n; ++g) {
     gpus_.push_back(std::make_unique<gpu::Gpu>(sim, gpu_config_, static_cast<uint32_t>(g), trace));
     hosts_.push_back(std::make_unique<gpu::Host>(sim, host_config_, static_cast<uint32_t>(g), trace));
@@ -34,7 +34,7 @@ Cluster::Cluster(Simulator& sim, const Config& config, const Workload& workload,
   }
   for (int g = 0; g < n; ++g) {
     ports_.push_back(std::make_unique<NetworkStorePort>(*this, g));
-    gpus_[static_cast<size_t>(g)]->set_store_port(ports_.back().get());
+    gpus_[g]->set_store_port(ports_.back().get());
     receivers_.push_back(std::make_unique<MemoryReceiver>(*this, g));
     receiver_of_.push_back(receivers_.back().get());
     network_->set_receiver(g, receivers_.back().get());
@@ -59,7 +59,7 @@ void Cluster::host_sync(int g, gpu::Stream& stream, uint64_t bytes, Time host_wo
 }
 
 void Cluster::set_receiver(int g, PacketReceiver* receiver) {
-  receiver_of_.at(static_cast<size_t>(g)) = receiver;
+  receiver_of_.at(g) = receiver;
   network_->set_receiver(g, receiver);
 }
 
@@ -138,7 +138,7 @@ void Cluster::check_conservation() const {
     }
   }
   for (int g = 0; g < gpus(); ++g) {
-    if (!phases_.at(static_cast<size_t>(g)).done) {
+    if (!phases_.at(g).done) {
       v.push_back(fmt::format("GPU {} did not finish the layer", g));
       break;
     }

@@ -18,6 +18,7 @@
 #include "moe/workload.h"
 #include "net/collectives.h"
 #include "net/network.h"
+#include "sim/per_gpu.h"
 #include "sim/simulator.h"
 #include "sim/trace_recorder.h"
 #include "platform/activity.h"
@@ -57,13 +58,13 @@ class Cluster {
   const KernelParams& kernel_params() const { return kernels_; }
   TraceRecorder* trace() { return trace_; }
   FunctionalData* functional() { return functional_; }
-  int gpus() const { return static_cast<int>(gpus_.size()); }
+  int gpus() const { return gpus_.size(); }
 
-  gpu::Gpu& gpu(int g) { return *gpus_.at(static_cast<size_t>(g)); }
-  const gpu::Gpu& gpu_at(int g) const { return *gpus_.at(static_cast<size_t>(g)); }
-  gpu::Host& host(int g) { return *hosts_.at(static_cast<size_t>(g)); }
+  gpu::Gpu& gpu(int g) { return *gpus_.at(g); }
+  const gpu::Gpu& gpu_at(int g) const { return *gpus_.at(g); }
+  gpu::Host& host(int g) { return *hosts_.at(g); }
   // The GPU's default compute stream.
-  gpu::Stream& stream(int g) { return *streams_.at(static_cast<size_t>(g)); }
+  gpu::Stream& stream(int g) { return *streams_.at(g); }
   Network& network() { return *network_; }
   const NcclConfig& nccl() const { return nccl_; }
 
@@ -79,9 +80,9 @@ class Cluster {
   // from the moment the host reaches it until it resumes; then `then`.
   void host_sync(int g, gpu::Stream& stream, uint64_t bytes, Time host_work, Callback then);
   // Logs an interval directly (collectives, waits that are not kernels).
-  void log(int g, Activity what, Time start, Time end) { activity_.at(static_cast<size_t>(g)).add(what, start, end); }
-  ActivityLog& activity(int g) { return activity_.at(static_cast<size_t>(g)); }
-  PhaseMarks& phases(int g) { return phases_.at(static_cast<size_t>(g)); }
+  void log(int g, Activity what, Time start, Time end) { activity_.at(g).add(what, start, end); }
+  ActivityLog& activity(int g) { return activity_.at(g); }
+  PhaseMarks& phases(int g) { return phases_.at(g); }
   // GPU g has finished its part of the layer.
   void layer_done(int g);
   bool all_done() const;
@@ -96,7 +97,7 @@ class Cluster {
   void set_receiver(int g, PacketReceiver* receiver);
   // GPU g's receiver (also the network's for that GPU): it takes the GPU's own stores and every
   // message that arrives, at any fidelity.
-  PacketReceiver& receiver(int g) { return *receiver_of_.at(static_cast<size_t>(g)); }
+  PacketReceiver& receiver(int g) { return *receiver_of_.at(g); }
   // Writes `bytes` into GPU dst's memory as if they had arrived, then bumps the tag's signal.
   void deliver_write(int dst, uint64_t bytes, uint64_t tag, Callback then = nullptr);
 
@@ -130,15 +131,15 @@ class Cluster {
   RunParams run_;
   KernelParams kernels_;
   NcclConfig nccl_;
-  std::vector<std::unique_ptr<gpu::Gpu>> gpus_;
-  std::vector<std::unique_ptr<gpu::Host>> hosts_;
-  std::vector<gpu::Stream*> streams_;
+  PerGpu<std::unique_ptr<gpu::Gpu>> gpus_;
+  PerGpu<std::unique_ptr<gpu::Host>> hosts_;
+  PerGpu<gpu::Stream*> streams_;
   std::unique_ptr<Network> network_;
-  std::vector<std::unique_ptr<NetworkStorePort>> ports_;
-  std::vector<std::unique_ptr<MemoryReceiver>> receivers_;
-  std::vector<PacketReceiver*> receiver_of_;  // the current receiver of each GPU
-  std::vector<ActivityLog> activity_;
-  std::vector<PhaseMarks> phases_;
+  PerGpu<std::unique_ptr<NetworkStorePort>> ports_;
+  PerGpu<std::unique_ptr<MemoryReceiver>> receivers_;
+  PerGpu<PacketReceiver*> receiver_of_;  // the current receiver of each GPU
+  PerGpu<ActivityLog> activity_;
+  PerGpu<PhaseMarks> phases_;
   std::vector<Launched> launched_;
   bool finished_ = false;
 };

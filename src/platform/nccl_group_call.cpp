@@ -8,29 +8,26 @@
 
 namespace moehub {
 
-NcclGroupCall::NcclGroupCall(Cluster& cluster, std::string name, std::vector<std::vector<uint64_t>> bytes,
-                             NcclKernelShape shape, int priority)
+NcclGroupCall::NcclGroupCall(Cluster& cluster, std::string name, const PerPair<uint64_t>& bytes, NcclKernelShape shape,
+                             int priority)
     : cluster_(cluster), name_(std::move(name)), shape_(shape), priority_(priority) {
   const int n = cluster.gpus();
-  if (static_cast<int>(bytes.size()) != n) throw std::logic_error("NcclGroupCall: matrix is not gpus x gpus");
-  ranks_.resize(static_cast<size_t>(n));
-  pair_of_.assign(static_cast<size_t>(n * n), -1);
+  if (bytes.gpus() != n) throw std::logic_error("NcclGroupCall: matrix is not gpus x gpus");
+  ranks_.resize(n);
+  pair_of_ = PerPair<int>(n, -1);
   deltas_ = nccl_p2p_deltas(n);
   for (int s = 0; s < n; ++s) {
-    if (static_cast<int>(bytes[static_cast<size_t>(s)].size()) != n) {
-      throw std::logic_error("NcclGroupCall: matrix is not gpus x gpus");
-    }
     for (int d = 0; d < n; ++d) {
-      const uint64_t b = bytes[static_cast<size_t>(s)][static_cast<size_t>(d)];
+      const uint64_t b = bytes(s, d);
       if (b == 0) continue;  // NCCL skips zero-size sends and receives
-      pair_of_[static_cast<size_t>(s * n + d)] = static_cast<int>(pairs_.size());
+      pair_of_(s, d) = static_cast<int>(pairs_.size());
       pairs_.push_back(Pair{s, d, b, false, nullptr});
-      ++ranks_[static_cast<size_t>(s)].pending;
-      if (d != s) ++ranks_[static_cast<size_t>(d)].pending;
+      ++ranks_[s].pending;
+      if (d != s) ++ranks_[d].pending;
     }
   }
   for (int g = 0; g < n; ++g) {
-    if (participates(g)) ranks_[static_cast<size_t>(g)].done_signal = cluster.gpu(g).create_signal(name_ + " done");
+    if (participates(g)) ranks_[g].done_signal = cluster.gpu(g).create_signal(name_ + " done");
   }
 }
 
@@ -39,7 +36,7 @@ void NcclGroupCall::set_hooks(PairHook on_start, PairHook on_delivered) {
   on_delivered_ = std::move(on_delivered);
 }
 
-bool NcclGroupCall::participates(int g) const { return ranks_.at(static_cast<size_t>(g)).pending > 0; }
+bool NcclGroupCall::participates(int g) const { return ranks_.at(g).pending > 0; }
 
 gpu::KernelSpec nccl_kernel(std::string name, NcclKernelShape shape, std::function<void()> on_up, gpu::SignalId done) {
   gpu::KernelSpec spec;
@@ -61,16 +58,16 @@ gpu::KernelSpec nccl_kernel(std::string name, NcclKernelShape shape, std::functi
 
 void NcclGroupCall::launch(int g, gpu::Stream& stream, Callback on_done) {
   if (!participates(g)) return;
-  gpu::KernelSpec spec = nccl_kernel(name_, shape_, [this, g] { became_resident(g); }, ranks_[static_cast<size_t>(g)].done_signal);
+  gpu::KernelSpec spec = nccl_kernel(name_, shape_, [this, g] { became_resident(g); }, ranks_[g].done_signal);
   spec.on_done = [this, g, on_done = std::move(on_done)]() mutable {
-    ranks_[static_cast<size_t>(g)].done = cluster_.sim().now();
+    ranks_[g].done = cluster_.sim().now();
     if (on_done) on_done();
   };
   cluster_.launch(g, stream, Activity::Communication, std::move(spec));
 }
 
 void NcclGroupCall::became_resident(int g) {
-  Rank& r = ranks_[static_cast<size_t>(g)];
+  Rank& r = ranks_[g];
   if (r.resident) return;
   r.resident = cluster_.sim().now();
   // NCCL's point-to-point schedule: in round i the rank sends to g + delta_i and receives from
@@ -83,10 +80,10 @@ void NcclGroupCall::became_resident(int g) {
 }
 
 void NcclGroupCall::start_if_ready(int src, int dst) {
-  const int i = pair_of_[static_cast<size_t>(src * cluster_.gpus() + dst)];
+  const int i = pair_of_(src, dst);
   if (i < 0) return;
   Pair& p = pairs_[static_cast<size_t>(i)];
-  if (!p.started && ranks_[static_cast<size_t>(src)].resident && ranks_[static_cast<size_t>(dst)].resident) start_pair(p);
+  if (!p.started && ranks_[src].resident && ranks_[dst].resident) start_pair(p);
 }
 
 void NcclGroupCall::start_pair(Pair& p) {
@@ -98,10 +95,10 @@ void NcclGroupCall::start_pair(Pair& p) {
     return;
   }
   const int n = cluster_.gpus();
-  std::vector<std::vector<uint64_t>> m(static_cast<size_t>(n), std::vector<uint64_t>(static_cast<size_t>(n), 0));
-  m[static_cast<size_t>(p.src)][static_cast<size_t>(p.dst)] = p.bytes;
+  PerPair<uint64_t> m(n, 0);
+  m(p.src, p.dst) = p.bytes;
   p.transfer = std::make_unique<AllToAll>(cluster_.network(), cluster_.sim(), cluster_.nccl());
-  p.transfer->start(std::move(m), priority_, [this, &p] { pair_delivered(p); });
+  p.transfer->start(m, priority_, [this, &p] { pair_delivered(p); });
 }
 
 void NcclGroupCall::pair_delivered(Pair& p) {
@@ -111,7 +108,7 @@ void NcclGroupCall::pair_delivered(Pair& p) {
 }
 
 void NcclGroupCall::rank_progress(int g) {
-  Rank& r = ranks_[static_cast<size_t>(g)];
+  Rank& r = ranks_[g];
   if (r.pending <= 0) throw std::logic_error(fmt::format("{}: rank {} finished more transfers than it has", name_, g));
   if (--r.pending == 0) cluster_.gpu(g).signal_set(r.done_signal, 1);
 }

@@ -38,8 +38,8 @@ class NcclGroupCall {
  public:
   using PairHook = std::function<void(int src, int dst)>;
 
-  // bytes[src][dst]: what rank src sends to rank dst in this call (src == dst: self copy).
-  NcclGroupCall(Cluster& cluster, std::string name, std::vector<std::vector<uint64_t>> bytes, NcclKernelShape shape,
+  // bytes(src, dst): what rank src sends to rank dst in this call (src == dst: self copy).
+  NcclGroupCall(Cluster& cluster, std::string name, const PerPair<uint64_t>& bytes, NcclKernelShape shape,
                 int priority = 0);
   NcclGroupCall(const NcclGroupCall&) = delete;
   NcclGroupCall& operator=(const NcclGroupCall&) = delete;
@@ -55,8 +55,8 @@ class NcclGroupCall {
   void launch(int g, gpu::Stream& stream, Callback on_done = nullptr);
 
   // When rank g's kernel had its first CTA resident / ended (unset until then).
-  std::optional<Time> resident_at(int g) const { return ranks_.at(static_cast<size_t>(g)).resident; }
-  std::optional<Time> done_at(int g) const { return ranks_.at(static_cast<size_t>(g)).done; }
+  std::optional<Time> resident_at(int g) const { return ranks_.at(g).resident; }
+  std::optional<Time> done_at(int g) const { return ranks_.at(g).done; }
   const std::string& name() const { return name_; }
 
  private:
@@ -84,9 +84,9 @@ class NcclGroupCall {
   std::string name_;
   NcclKernelShape shape_;
   int priority_;
-  std::vector<Rank> ranks_;
+  PerGpu<Rank> ranks_;
   std::vector<Pair> pairs_;
-  std::vector<int> pair_of_;  // index into pairs_ per src * gpus + dst, or -1
+  PerPair<int> pair_of_;  // index into pairs_, or -1
   std::vector<int> deltas_;
   PairHook on_start_, on_delivered_;
 };

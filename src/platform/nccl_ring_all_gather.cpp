@@ -9,28 +9,27 @@ RingAllGather::RingAllGather(Cluster& cluster, uint64_t block_bytes, std::functi
       n_(cluster.gpus()),
       block_bytes_(block_bytes),
       on_rank_(std::move(on_rank)),
-      joined_(static_cast<size_t>(n_), 0),
-      sent_(static_cast<size_t>(n_), 0),
-      sends_landed_(static_cast<size_t>(n_), 0),
-      received_(static_cast<size_t>(n_), 0),
-      rank_done_(static_cast<size_t>(n_), 0) {}
+      joined_(n_, 0),
+      sent_(n_, 0),
+      sends_landed_(n_, 0),
+      received_(n_, 0),
+      rank_done_(n_, 0) {}
 
 void RingAllGather::join(int r) {
-  if (joined_.at(static_cast<size_t>(r))) throw std::logic_error("RingAllGather: rank joined twice");
-  joined_[static_cast<size_t>(r)] = 1;
+  if (joined_.at(r)) throw std::logic_error("RingAllGather: rank joined twice");
+  joined_[r] = 1;
   try_send(r);
   maybe_rank_done(r);
 }
 
 void RingAllGather::try_send(int r) {
-  const size_t i = static_cast<size_t>(r);
   // Step s forwards the block received in step s - 1 (step 0: the rank's own block).
-  while (joined_[i] && sent_[i] < n_ - 1 && sent_[i] <= received_[i]) {
-    ++sent_[i];
+  while (joined_[r] && sent_[r] < n_ - 1 && sent_[r] <= received_[r]) {
+    ++sent_[r];
     const int next = (r + 1) % n_;
     cluster_.network().transfer(r, next, block_bytes_, 0, [this, r, next] {
-      ++sends_landed_[static_cast<size_t>(r)];
-      ++received_[static_cast<size_t>(next)];
+      ++sends_landed_[r];
+      ++received_[next];
       try_send(next);
       maybe_rank_done(r);
       maybe_rank_done(next);
@@ -39,9 +38,8 @@ void RingAllGather::try_send(int r) {
 }
 
 void RingAllGather::maybe_rank_done(int r) {
-  const size_t i = static_cast<size_t>(r);
-  if (rank_done_[i] || !joined_[i] || received_[i] < n_ - 1 || sends_landed_[i] < n_ - 1) return;
-  rank_done_[i] = 1;
+  if (rank_done_[r] || !joined_[r] || received_[r] < n_ - 1 || sends_landed_[r] < n_ - 1) return;
+  rank_done_[r] = 1;
   on_rank_(r);
 }
 

@@ -34,9 +34,9 @@ class RingAllGather {
   int n_;
   uint64_t block_bytes_;
   std::function<void(int)> on_rank_;
-  std::vector<uint8_t> joined_;
-  std::vector<int> sent_, sends_landed_, received_;
-  std::vector<uint8_t> rank_done_;
+  PerGpu<uint8_t> joined_;
+  PerGpu<int> sent_, sends_landed_, received_;
+  PerGpu<uint8_t> rank_done_;
 };
 
 }  // namespace moehub

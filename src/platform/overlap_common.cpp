@@ -7,14 +7,14 @@
 
 namespace moehub {
 
-StreamCollective::StreamCollective(Cluster& cluster, std::string name, std::vector<std::vector<uint64_t>> bytes)
+StreamCollective::StreamCollective(Cluster& cluster, std::string name, PerPair<uint64_t> bytes)
     : cluster_(cluster), name_(std::move(name)), bytes_(std::move(bytes)) {
   for (int g = 0; g < cluster.gpus(); ++g) done_.push_back(cluster.gpu(g).create_signal(name_ + " done"));
 }
 
-std::vector<std::vector<uint64_t>> StreamCollective::to_every_peer(int gpus, uint64_t bytes) {
-  std::vector<std::vector<uint64_t>> b(static_cast<size_t>(gpus), std::vector<uint64_t>(static_cast<size_t>(gpus), bytes));
-  for (int g = 0; g < gpus; ++g) b[static_cast<size_t>(g)][static_cast<size_t>(g)] = 0;
+PerPair<uint64_t> StreamCollective::to_every_peer(int gpus, uint64_t bytes) {
+  PerPair<uint64_t> b(gpus, bytes);
+  for (int g = 0; g < gpus; ++g) b(g, g) = 0;
   return b;
 }
 
@@ -24,7 +24,7 @@ gpu::KernelSpec StreamCollective::kernel(int g, gpu::BlockShape shape,
   spec.name = name_;
   spec.blocks = 1;
   spec.shape = shape;
-  const gpu::SignalId done = done_.at(static_cast<size_t>(g));
+  const gpu::SignalId done = done_.at(g);
   // Steps: [resident] -> [poll `before`] -> arrive + poll done -> finish.
   spec.program = std::make_shared<gpu::FunctionProgram>([this, done, before](gpu::BlockState& b) -> gpu::Step {
     uint32_t s = b.step;
@@ -44,7 +44,7 @@ void StreamCollective::arrive() {
   if (++arrived_ < cluster_.gpus()) return;
   all_to_all_ = std::make_unique<AllToAll>(cluster_.network(), cluster_.sim(), cluster_.nccl());
   all_to_all_->start(bytes_, 0, [this] {
-    for (int g = 0; g < cluster_.gpus(); ++g) cluster_.gpu(g).signal_add(done_[static_cast<size_t>(g)], 1);
+    for (int g = 0; g < cluster_.gpus(); ++g) cluster_.gpu(g).signal_add(done_[g], 1);
   });
 }
 

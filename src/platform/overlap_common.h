@@ -18,26 +18,26 @@ namespace moehub {
 
 // One block per GPU. A GPU's block becomes resident, optionally polls a local signal first
 // (`before`: e.g. the barrier's quiet, "every byte sent to me has landed"), then arrives; when
-// every GPU has arrived the transfers `bytes[src][dst]` start as an NCCL-style all-to-all, and
+// every GPU has arrived the transfers `bytes(src, dst)` start as an NCCL-style all-to-all, and
 // each block polls its completion flag (gpu.poll_*), as NCCL's and NVSHMEM's kernels spin on
 // flags. An all-gather of counts is the all-to-all that sends the same bytes to every peer; a
 // barrier sends one flag-sized message to every peer. Completion is global (the all-to-all's
 // last byte), not per GPU: a simplification for these small messages.
 class StreamCollective {
  public:
-  StreamCollective(Cluster& cluster, std::string name, std::vector<std::vector<uint64_t>> bytes);
+  StreamCollective(Cluster& cluster, std::string name, PerPair<uint64_t> bytes);
   // GPU g's kernel; `before_signal`/`before_threshold`: an optional local wait before arriving.
   gpu::KernelSpec kernel(int g, gpu::BlockShape shape, std::optional<std::pair<gpu::SignalId, int64_t>> before = {});
   // Bytes every GPU sends every other GPU (all-gather or barrier).
-  static std::vector<std::vector<uint64_t>> to_every_peer(int gpus, uint64_t bytes);
+  static PerPair<uint64_t> to_every_peer(int gpus, uint64_t bytes);
 
  private:
   void arrive();
 
   Cluster& cluster_;
   std::string name_;
-  std::vector<std::vector<uint64_t>> bytes_;
-  std::vector<gpu::SignalId> done_;
+  PerPair<uint64_t> bytes_;
+  PerGpu<gpu::SignalId> done_;
   std::unique_ptr<AllToAll> all_to_all_;
   int arrived_ = 0;
 };

@@ -178,7 +178,7 @@ void RemoteMemory::read(int reader, int target, uint64_t bytes, Callback done) {
   }
   const uint64_t id = next_read_++;
   reads_in_flight_.emplace(id, Read{bytes, std::move(done)});
-  ports_.at(static_cast<size_t>(reader))->send_requests(target, id, bytes);
+  ports_.at(reader)->send_requests(target, id, bytes);
 }
 
 void RemoteMemory::response_in(int reader, uint64_t read_id, uint64_t bytes) {

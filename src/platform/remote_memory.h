@@ -24,6 +24,7 @@
 #include "gpu/store_port.h"
 #include "net/packet.h"
 #include "sim/callback.h"
+#include "sim/per_gpu.h"
 
 namespace moehub {
 
@@ -58,7 +59,7 @@ class RemoteMemory {
   void response_in(int reader, uint64_t read_id, uint64_t bytes);
 
   Cluster& cluster_;
-  std::vector<std::unique_ptr<Port>> ports_;
+  PerGpu<std::unique_ptr<Port>> ports_;
   std::unordered_map<uint64_t, Read> reads_in_flight_;
   uint64_t next_read_ = 1;
   uint64_t reads_ = 0;

@@ -22,9 +22,9 @@ TEST(Collectives, UniformMatrixSpreadsEveryByteOverTheOthers) {
   const auto m = AllToAll::uniform(4, 10);
   for (int s = 0; s < 4; ++s) {
     uint64_t sum = 0;
-    for (int d = 0; d < 4; ++d) sum += m[s][d];
+    for (int d = 0; d < 4; ++d) sum += m(s, d);
     EXPECT_EQ(sum, 10u);
-    EXPECT_EQ(m[s][s], 0u);
+    EXPECT_EQ(m(s, s), 0u);
   }
 }
 
@@ -91,8 +91,8 @@ TEST(Collectives, AllToAllVSkipsEmptyPairs) {
   Simulator sim;
   PacketNetwork net(test::h800_like(4), sim);
   AllToAll a2a(net, sim, NcclConfig{});
-  std::vector<std::vector<uint64_t>> m(4, std::vector<uint64_t>(4, 0));
-  m[1][2] = 128;
+  PerPair<uint64_t> m(4, 0);
+  m(1, 2) = 128;
   bool done = false;
   a2a.start(m, 0, [&] { done = true; });
   sim.run();
@@ -111,8 +111,8 @@ TEST(Collectives, ChunkSlotsLimitDataInFlight) {
   cfg.steps = 1;
   cfg.channels_per_peer = 1;
   AllToAll a2a(net, sim, cfg);
-  std::vector<std::vector<uint64_t>> m(2, std::vector<uint64_t>(2, 0));
-  m[0][1] = 2048;
+  PerPair<uint64_t> m(2, 0);
+  m(0, 1) = 2048;
   a2a.start(m, 0, [] {});
   sim.run();
   // One chunk: 8 packets over 4 planes, 2 per plane: the second on each plane leaves at 2880

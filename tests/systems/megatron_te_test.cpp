@@ -137,8 +137,7 @@ TEST(NcclGroupCall, ALateRankStartsItsPairsInNcclPeerOrder) {
   // Four ranks, every pair non-empty; rank 3 comes last, so all of its pairs start when it is
   // up, in the order of its rounds: deltas 0, 1, 3, 2 (send to 3 + d, receive from 3 - d).
   GroupCallRig rig(4);
-  NcclGroupCall call(rig.cluster(), "a2a", std::vector<std::vector<uint64_t>>(4, std::vector<uint64_t>(4, 4096)),
-                     NcclKernelShape{});
+  NcclGroupCall call(rig.cluster(), "a2a", PerPair<uint64_t>(4, 4096), NcclKernelShape{});
   rig.hook(call);
   for (int g = 0; g < 3; ++g) rig.launch_at(call, g, Time::zero());
   rig.launch_at(call, 3, Time::from_us(5));

@@ -50,7 +50,7 @@ class CcfuserSystem final : public MoeSystem {
         StreamCollective::to_every_peer(n, static_cast<uint64_t>(cluster.model().experts()) * kCountBytes));
     barrier1_ = std::make_unique<StreamCollective>(cluster, "nvshmem_barrier_gemm1", StreamCollective::to_every_peer(n, kFlagBytes));
     barrier2_ = std::make_unique<StreamCollective>(cluster, "nvshmem_barrier_gemm2", StreamCollective::to_every_peer(n, kFlagBytes));
-    gpu_.resize(static_cast<size_t>(n));
+    gpu_.resize(n);
     for (int g = 0; g < n; ++g) start_gpu(g);
   }
 
@@ -86,7 +86,7 @@ class CcfuserSystem final : public MoeSystem {
     uint32_t sub = 0;
     uint32_t next = 0;  // static schedule: the next of the CTA's items
   };
-  struct PerGpu {
+  struct GpuState {
     std::vector<Cursor> g1, g2;
     uint64_t queue1 = 0, queue2 = 0;  // the work queues' heads (global atomics)
     std::vector<gpu::SignalId> ready;  // per block: fetched
@@ -102,7 +102,7 @@ class CcfuserSystem final : public MoeSystem {
 
   void start_gpu(int g) {
     Cluster& c = *c_;
-    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    GpuState& s = gpu_[g];
     const CcfuserGpuPlan& pl = plan_->gpu(g);
     gpu::Gpu& dev = c.gpu(g);
     for (size_t b = 0; b < pl.blocks.size(); ++b) s.ready.push_back(dev.create_signal(fmt::format("ccfuser block {} ready", b)));
@@ -162,7 +162,7 @@ class CcfuserSystem final : public MoeSystem {
     if (!pl.blocks.empty()) {
       gpu::KernelSpec g1 = fused_kernel(g, 1);
       g1.on_done = [this, g] {
-        PerGpu& s = gpu_[static_cast<size_t>(g)];
+        GpuState& s = gpu_[g];
         c_->phases(g).gemm1_end = c_->sim().now();
         if (s.first_math) c_->log(g, Activity::ExpertCompute, *s.first_math, *s.last_math);
         s.first_math.reset();
@@ -171,13 +171,13 @@ class CcfuserSystem final : public MoeSystem {
       c.launch(g, st, Activity::ExpertCompute, k_->activation(g, slots));
       gpu::KernelSpec g2 = fused_kernel(g, 2);
       g2.on_done = [this, g] {
-        PerGpu& s = gpu_[static_cast<size_t>(g)];
+        GpuState& s = gpu_[g];
         if (s.first_math) c_->log(g, Activity::ExpertCompute, *s.first_math, *s.last_math);
       };
       c.launch(g, st, Activity::Polling, std::move(g2));
     }
     const int64_t expected = static_cast<int64_t>(pl.combine_bytes);
-    c.launch(g, st, Activity::Communication, barrier2_->kernel(g, small, std::make_pair(gpu_[static_cast<size_t>(g)].combine_in, expected)));
+    c.launch(g, st, Activity::Communication, barrier2_->kernel(g, small, std::make_pair(gpu_[g].combine_in, expected)));
     const uint64_t tokens = static_cast<uint64_t>(w.tokens().count(g));
     c.launch(g, st, Activity::DataShuffle, k_->permute(g, static_cast<uint64_t>(w.plan().rows_from(g)), "local_gather"));
     gpu::KernelSpec sc = k_->scaling(g, tokens);
@@ -192,7 +192,7 @@ class CcfuserSystem final : public MoeSystem {
 
   gpu::KernelSpec fused_kernel(int g, int which) {
     Cluster& c = *c_;
-    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    GpuState& s = gpu_[g];
     const CcfuserGpuPlan& pl = plan_->gpu(g);
     gpu::KernelSpec spec;
     spec.name = which == 1 ? "moe_first_mm" : "moe_second_mm";
@@ -215,7 +215,7 @@ class CcfuserSystem final : public MoeSystem {
 
   Step next(int g, int which, gpu::BlockState& b) {
     if (b.step == 0) return Step::compute(Time::zero());  // fetched before dispatch: no side effects here
-    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    GpuState& s = gpu_[g];
     const CcfuserGpuPlan& pl = plan_->gpu(g);
     Cursor& cur = (which == 1 ? s.g1 : s.g2)[b.block];
     const auto& items = which == 1 ? pl.gemm1_items : pl.gemm2_items;
@@ -275,7 +275,7 @@ class CcfuserSystem final : public MoeSystem {
             const uint64_t cols = item_cols(it.col, hidden);
             const uint64_t bytes = blk.rows.size() * cols * eb;
             const uint64_t code = pl.code_base + it.block;
-            const gpu::SignalId in = gpu_[static_cast<size_t>(blk.source)].combine_in;
+            const gpu::SignalId in = gpu_[blk.source].combine_in;
             if (!c_->phases(g).combine_start) c_->phases(g).combine_start = c_->sim().now();
             if (blk.remote) return Step::store(static_cast<uint32_t>(blk.source), bytes, RemoteMemory::tag(in, code));
             result_bytes_in(g, code, bytes);
@@ -319,12 +319,12 @@ class CcfuserSystem final : public MoeSystem {
   // ---------------------------------------------------------------- arrivals and functional data
 
   void fetched(int g, uint32_t block) {
-    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    GpuState& s = gpu_[g];
     if (--s.fetches_left == 0) c_->phases(g).dispatch_end = c_->sim().now();
     FunctionalData* fd = c_->functional();
     if (!fd) return;
     const CcfuserBlock& blk = plan_->gpu(g).blocks[block];
-    const PerGpu& src = gpu_[static_cast<size_t>(blk.source)];
+    const GpuState& src = gpu_[blk.source];
     for (size_t i = 0; i < blk.rows.size(); ++i) {
       s.merged.write(static_cast<int64_t>(blk.slot * static_cast<uint64_t>(p_.block_rows) + i),
                      src.inp.read(source_row(blk.source, blk.rows[i]), *fd));
@@ -337,7 +337,7 @@ class CcfuserSystem final : public MoeSystem {
   }
 
   void math(int g, int which, const CcfuserItem& it, int32_t sm) {
-    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    GpuState& s = gpu_[g];
     if (!s.first_math) s.first_math = c_->sim().now();
     if (sm >= 0 && !s.sm_seen[static_cast<size_t>(sm)]) {
       s.sm_seen[static_cast<size_t>(sm)] = 1;
@@ -358,7 +358,7 @@ class CcfuserSystem final : public MoeSystem {
     }
     std::vector<std::vector<float>> ys(blk.rows.size(), std::vector<float>(static_cast<size_t>(fd->hidden())));
     for (size_t i = 0; i < blk.rows.size(); ++i) fd->layer().expert_output(blk.expert, s.act.read(base + static_cast<int64_t>(i), *fd), ys[i].data());
-    gpu_[static_cast<size_t>(blk.source)].results_in_flight[plan_->gpu(g).code_base + it.block] = std::move(ys);
+    gpu_[blk.source].results_in_flight[plan_->gpu(g).code_base + it.block] = std::move(ys);
   }
 
   // Result bytes of a block landed in its source GPU's buffer (`g` is that GPU).
@@ -366,7 +366,7 @@ class CcfuserSystem final : public MoeSystem {
     const auto [holder, block] = plan_->block_of_code(code);
     const CcfuserBlock& blk = plan_->gpu(holder).blocks[block];
     const int owner = blk.source;
-    PerGpu& s = gpu_[static_cast<size_t>(owner)];
+    GpuState& s = gpu_[owner];
     (void)g;
     const uint64_t full = blk.rows.size() * c_->model().row_bytes();
     if ((s.result_arrived[code] += bytes) < full) return;
@@ -385,7 +385,7 @@ class CcfuserSystem final : public MoeSystem {
   void functional_scatter(int g) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
-    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    GpuState& s = gpu_[g];
     const Workload& w = c_->workload();
     for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
       for (int32_t j = 0; j < w.routing().top_k(); ++j) s.inp.write(source_row(g, RowRef{t, j}), fd->input_row(t));
@@ -395,7 +395,7 @@ class CcfuserSystem final : public MoeSystem {
   void functional_outputs(int g) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
-    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    GpuState& s = gpu_[g];
     const Workload& w = c_->workload();
     for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
       fd->combine_token(t, [&](int64_t j) { return s.out.read(source_row(g, RowRef{t, static_cast<int32_t>(j)}), *fd); });
@@ -408,7 +408,7 @@ class CcfuserSystem final : public MoeSystem {
   std::unique_ptr<RemoteMemory> remote_;
   std::unique_ptr<CcfuserPlan> plan_;
   std::unique_ptr<StreamCollective> counts_, barrier1_, barrier2_;
-  std::vector<PerGpu> gpu_;
+  PerGpu<GpuState> gpu_;
 };
 
 }  // namespace

@@ -49,20 +49,20 @@ CcfuserPlan::CcfuserPlan(Cluster& cluster, const CcfuserParams& params) : tile_n
   const ModelShape& m = cluster.model();
   const int n = cluster.gpus();
   const uint64_t br = static_cast<uint64_t>(params.block_rows);
-  gpus_.resize(static_cast<size_t>(n));
+  gpus_.resize(n);
   uint64_t code = 0;
   for (int g = 0; g < n; ++g) {
-    CcfuserGpuPlan& p = gpus_[static_cast<size_t>(g)];
+    CcfuserGpuPlan& p = gpus_[g];
     p.code_base = code;
     const auto& experts = w.placement().local_experts(g);
     p.blocks_of_expert.assign(experts.size(), 0);
     std::vector<CcfuserBlock> local, remote;
     for (size_t li = 0; li < experts.size(); ++li) {
-      std::vector<std::vector<RowRef>> by_source(static_cast<size_t>(n));
-      for (const RowRef& r : w.plan().expert_rows(experts[li])) by_source[static_cast<size_t>(w.tokens().gpu_of_token(r.token))].push_back(r);
+      PerGpu<std::vector<RowRef>> by_source(n);
+      for (const RowRef& r : w.plan().expert_rows(experts[li])) by_source[static_cast<int>(w.tokens().gpu_of_token(r.token))].push_back(r);
       for (int j = 0; j < n; ++j) {
         const int s = (g + j) % n;
-        const auto& rows = by_source[static_cast<size_t>(s)];
+        const auto& rows = by_source[s];
         for (size_t b = 0; b < rows.size(); b += br) {
           CcfuserBlock blk;
           blk.expert = experts[li];
@@ -115,7 +115,7 @@ CcfuserPlan::CcfuserPlan(Cluster& cluster, const CcfuserParams& params) : tile_n
       }
     }
   }
-  for (int g = 0; g < n; ++g) gpus_[static_cast<size_t>(g)].combine_bytes = static_cast<uint64_t>(w.plan().rows_from(g)) * m.row_bytes();
+  for (int g = 0; g < n; ++g) gpus_[g].combine_bytes = static_cast<uint64_t>(w.plan().rows_from(g)) * m.row_bytes();
 }
 
 std::pair<int, uint32_t> CcfuserPlan::block_of_code(uint64_t code) const {

@@ -61,13 +61,13 @@ struct CcfuserGpuPlan {
 class CcfuserPlan {
  public:
   CcfuserPlan(Cluster& cluster, const CcfuserParams& params);
-  const CcfuserGpuPlan& gpu(int g) const { return gpus_.at(static_cast<size_t>(g)); }
+  const CcfuserGpuPlan& gpu(int g) const { return gpus_.at(g); }
   uint32_t tiles_n(uint64_t n) const { return static_cast<uint32_t>((n + tile_n_ - 1) / tile_n_); }
   // The holder GPU and block index of a global block code.
   std::pair<int, uint32_t> block_of_code(uint64_t code) const;
 
  private:
-  std::vector<CcfuserGpuPlan> gpus_;
+  PerGpu<CcfuserGpuPlan> gpus_;
   uint64_t tile_n_ = 512;
 };
 

@@ -50,7 +50,7 @@ class CometSystem final : public MoeSystem {
     if (p_.dispatch == CometParams::Dispatch::CopyEngineGets) {
       barrier_gets_ = std::make_unique<StreamCollective>(cluster, "nvshmem_barrier_ag", StreamCollective::to_every_peer(n, kFlagBytes));
     }
-    gpu_.resize(static_cast<size_t>(n));
+    gpu_.resize(n);
     for (int g = 0; g < n; ++g) start_gpu(g);
   }
 
@@ -59,7 +59,7 @@ class CometSystem final : public MoeSystem {
     j["dispatch"] = p_.dispatch == CometParams::Dispatch::CommBlocks ? "comm_blocks" : "copy_engine_gets";
     nlohmann::json per = nlohmann::json::array();
     for (int g = 0; g < cluster.gpus(); ++g) {
-      const PerGpu& s = gpu_[static_cast<size_t>(g)];
+      const GpuState& s = gpu_[g];
       const gpu::Gpu& d = cluster.gpu(g);
       nlohmann::json x = {{"gpu", g},
                           {"dispatch_comm_blocks", plan_->gpu(g).comm_blocks},
@@ -90,7 +90,7 @@ class CometSystem final : public MoeSystem {
     uint32_t sub = 0;
     uint32_t split = 0;
   };
-  struct PerGpu {
+  struct GpuState {
     gpu::Stream* comm = nullptr;
     std::vector<Cursor> comm_cursor, rs_cursor;
     std::vector<uint32_t> dispatch_arrived;  // bytes per dispatch-buffer row
@@ -111,7 +111,7 @@ class CometSystem final : public MoeSystem {
 
   void start_gpu(int g) {
     Cluster& c = *c_;
-    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    GpuState& s = gpu_[g];
     const CometGpuPlan& pl = plan_->gpu(g);
     gpu::Stream& st = c.stream(g);
     s.comm = &c.gpu(g).create_stream("comet_comm");
@@ -142,7 +142,7 @@ class CometSystem final : public MoeSystem {
       c.host(g).wait(*s.comm, counted);
       c.launch(g, *s.comm, Activity::Communication, barrier_gets_->kernel(g, small));
       c.host(g).call([this, g] {
-        gpu_[static_cast<size_t>(g)].comm->callback([this, g] { start_gets(g); });
+        gpu_[g].comm->callback([this, g] { start_gets(g); });
       });
       // calc_gather_index + ag_scatter_sort: index kernels over every routed row.
       const uint64_t index_bytes = static_cast<uint64_t>(c.workload().routing().rows()) * 4 * 2;
@@ -156,7 +156,7 @@ class CometSystem final : public MoeSystem {
 
   void after_layout(int g) {
     Cluster& c = *c_;
-    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    GpuState& s = gpu_[g];
     const CometGpuPlan& pl = plan_->gpu(g);
     gpu::Stream& st = c.stream(g);
     host_to_device_copy(c, g, st, "H2D comet layout", pl.plan_bytes);
@@ -224,8 +224,8 @@ class CometSystem final : public MoeSystem {
     const uint64_t bytes = static_cast<uint64_t>(c.workload().tokens().count(src)) * c.model().row_bytes();
     remote_->read(g, src, bytes, [this, g, j, src] {
       const CometGpuPlan& pl = plan_->gpu(g);
-      for (uint64_t pos : pl.rows_from_source[static_cast<size_t>(src)]) row_in(g, pos);
-      c_->gpu(g).signal_set(pl.source_flags[static_cast<size_t>(src)], 1);  // cuStreamWriteValue
+      for (uint64_t pos : pl.rows_from_source[src]) row_in(g, pos);
+      c_->gpu(g).signal_set(pl.source_flags[src], 1);  // cuStreamWriteValue
       mark_flag(g, fmt::format("barrier[{}] set", src));
       get_next(g, j + 1);
     });
@@ -235,7 +235,7 @@ class CometSystem final : public MoeSystem {
 
   gpu::KernelSpec dispatch_comm_kernel(int g) {
     Cluster& c = *c_;
-    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    GpuState& s = gpu_[g];
     const CometGpuPlan& pl = plan_->gpu(g);
     const uint32_t nc = pl.comm_blocks;
     s.comm_cursor.assign(nc, Cursor{});
@@ -246,7 +246,7 @@ class CometSystem final : public MoeSystem {
     spec.sms = gpu::SmRange{0, nc};
     const uint64_t rb = c.model().row_bytes();
     spec.program = std::make_shared<gpu::FunctionProgram>([this, g, nc, rb](gpu::BlockState& b) -> Step {
-      PerGpu& s = gpu_[static_cast<size_t>(g)];
+      GpuState& s = gpu_[g];
       const CometGpuPlan& pl = plan_->gpu(g);
       if (b.step == 0) return Step::compute(Time::zero());  // fetched before dispatch: no side effects here
       Cursor& cur = s.comm_cursor[b.block];
@@ -275,7 +275,7 @@ class CometSystem final : public MoeSystem {
   }
 
   void write_arrived(int g, uint64_t code, uint64_t bytes) {
-    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    GpuState& s = gpu_[g];
     const uint64_t rb = c_->model().row_bytes();
     if (code < kCombineCode) {
       if ((s.dispatch_arrived[code] += static_cast<uint32_t>(bytes)) == rb) row_in(g, code);
@@ -286,7 +286,7 @@ class CometSystem final : public MoeSystem {
 
   // A dispatch row is complete in GPU g's buffer.
   void row_in(int g, uint64_t pos) {
-    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    GpuState& s = gpu_[g];
     const CometGpuPlan& pl = plan_->gpu(g);
     if (FunctionalData* fd = c_->functional()) s.dispatch.write(static_cast<int64_t>(pos), fd->input_row(pl.rows[pos].token));
     if (--s.tile_rows_left[pl.row_tile[pos]] == 0 && p_.dispatch == CometParams::Dispatch::CommBlocks) {
@@ -306,7 +306,7 @@ class CometSystem final : public MoeSystem {
     if (p_.dispatch == CometParams::Dispatch::CommBlocks) spec.sms = gpu::SmRange{pl.comm_blocks, 0};
     spec.on_done = [this, g] {
       Cluster& c = *c_;
-      PerGpu& s = gpu_[static_cast<size_t>(g)];
+      GpuState& s = gpu_[g];
       c.phases(g).gemm1_end = c.sim().now();
       if (s.first_gemm1_math) c.log(g, Activity::ExpertCompute, *s.first_gemm1_math, *s.last_gemm1_math);
     };
@@ -320,13 +320,13 @@ class CometSystem final : public MoeSystem {
       if (b.step < waits) {
         if (per_tile) return Step::wait(pl.tile_flags[tile_row], static_cast<int64_t>(pl.tile_bytes[tile_row]), WaitMode::Poll);
         const int src = (g + static_cast<int>(b.step)) % c_->gpus();
-        return Step::wait(pl.source_flags[static_cast<size_t>(src)], 1, WaitMode::Poll);
+        return Step::wait(pl.source_flags[src], 1, WaitMode::Poll);
       }
       if (b.step == waits) {
         gemm1_math(g, t, tile_row, b.sm);
         return Step::compute_memory(t.compute, t.hbm_bytes);
       }
-      PerGpu& s = gpu_[static_cast<size_t>(g)];
+      GpuState& s = gpu_[g];
       s.last_gemm1_math = c_->sim().now();
       return Step::done();
     });
@@ -334,7 +334,7 @@ class CometSystem final : public MoeSystem {
   }
 
   void gemm1_math(int g, const gpu::GemmTile& t, uint32_t tile_row, int32_t sm) {
-    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    GpuState& s = gpu_[g];
     if (!s.first_gemm1_math) s.first_gemm1_math = c_->sim().now();
     s.gemm1_sm_min = std::min(s.gemm1_sm_min, sm);
     FunctionalData* fd = c_->functional();
@@ -358,12 +358,12 @@ class CometSystem final : public MoeSystem {
     spec.shape = plan_->fused_shape();
     spec.sms = gpu::SmRange{static_cast<uint32_t>(p_.gather_rs_ctas), 0};
     spec.on_done = [this, g] {
-      PerGpu& s = gpu_[static_cast<size_t>(g)];
+      GpuState& s = gpu_[g];
       if (s.first_gemm2_math) c_->log(g, Activity::ExpertCompute, *s.first_gemm2_math, *s.last_gemm2_math);
     };
     spec.program = std::make_shared<gpu::FunctionProgram>([this, g](gpu::BlockState& b) -> Step {
       const CometGpuPlan& pl = plan_->gpu(g);
-      PerGpu& s = gpu_[static_cast<size_t>(g)];
+      GpuState& s = gpu_[g];
       if (b.step == 0) return Step::compute(Time::zero());  // fetched before dispatch: no side effects here
       const gpu::GemmTile t = pl.gemm2->tile(pl.gemm2_order[b.block]);
       if (b.step == 1) {
@@ -388,7 +388,7 @@ class CometSystem final : public MoeSystem {
   void gemm2_math(int g, const gpu::GemmTile& t) {
     FunctionalData* fd = c_->functional();
     if (!fd || t.tile_col != 0) return;
-    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    GpuState& s = gpu_[g];
     const CometGpuPlan& pl = plan_->gpu(g);
     const uint64_t first = pl.tile_first_row[pl.tile_row_base[t.group] + t.tile_row];
     std::vector<float> y(static_cast<size_t>(fd->hidden()));
@@ -399,7 +399,7 @@ class CometSystem final : public MoeSystem {
   }
 
   gpu::KernelSpec gather_rs_kernel(int g) {
-    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    GpuState& s = gpu_[g];
     const uint32_t n = static_cast<uint32_t>(p_.gather_rs_ctas);
     s.rs_cursor.assign(n, Cursor{});
     gpu::KernelSpec spec;
@@ -408,7 +408,7 @@ class CometSystem final : public MoeSystem {
     spec.shape = plan_->fused_shape();
     spec.sms = gpu::SmRange{0, n};
     spec.program = std::make_shared<gpu::FunctionProgram>([this, g, n](gpu::BlockState& b) -> Step {
-      PerGpu& s = gpu_[static_cast<size_t>(g)];
+      GpuState& s = gpu_[g];
       const CometGpuPlan& pl = plan_->gpu(g);
       if (b.step == 0) return Step::compute(Time::zero());  // fetched before dispatch: no side effects here
       Cursor& cur = s.rs_cursor[b.block];
@@ -455,18 +455,18 @@ class CometSystem final : public MoeSystem {
   void make_partial(int g, const CometCombineToken& tok, uint64_t code) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
-    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    GpuState& s = gpu_[g];
     std::vector<float> sum(static_cast<size_t>(fd->hidden()), 0.0f);
     for (const auto& [pos, weight] : tok.rows) {
       const float* y = s.inter.read(static_cast<int64_t>(pos), *fd);
       for (size_t c = 0; c < sum.size(); ++c) sum[c] += weight * y[c];
     }
-    gpu_[static_cast<size_t>(tok.owner)].partial_in_flight[code] = std::move(sum);
+    gpu_[tok.owner].partial_in_flight[code] = std::move(sum);
   }
 
   // Every column split of one partial has landed in its owner's buffer.
   void partial_in(int owner, uint64_t code) {
-    PerGpu& s = gpu_[static_cast<size_t>(owner)];
+    GpuState& s = gpu_[owner];
     if (FunctionalData* fd = c_->functional()) {
       const uint64_t rel = code - kCombineCode;
       const int64_t token = static_cast<int64_t>(rel / static_cast<uint64_t>(c_->gpus()));
@@ -487,7 +487,7 @@ class CometSystem final : public MoeSystem {
   void functional_outputs(int g) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
-    PerGpu& s = gpu_[static_cast<size_t>(g)];
+    GpuState& s = gpu_[g];
     const Workload& w = c_->workload();
     const int64_t count = w.tokens().count(g);
     std::vector<float> out(static_cast<size_t>(fd->hidden()));
@@ -509,7 +509,7 @@ class CometSystem final : public MoeSystem {
   std::unique_ptr<RemoteMemory> remote_;
   std::unique_ptr<CometPlan> plan_;
   std::unique_ptr<StreamCollective> counts_, barrier1_, barrier_end_, barrier_gets_;
-  std::vector<PerGpu> gpu_;
+  PerGpu<GpuState> gpu_;
 };
 
 }  // namespace

@@ -80,7 +80,7 @@ CometPlan::CometPlan(Cluster& cluster, const CometParams& params) {
     std::sort(s.begin(), s.end());
     s.erase(std::unique(s.begin(), s.end()), s.end());
   }
-  gpus_.resize(static_cast<size_t>(cluster.gpus()));
+  gpus_.resize(cluster.gpus());
   for (int g = 0; g < cluster.gpus(); ++g) layout(cluster, g);
   for (int g = 0; g < cluster.gpus(); ++g) schedule_gemms(cluster, g);
   for (int g = 0; g < cluster.gpus(); ++g) sender_jobs(cluster, params, g);
@@ -90,22 +90,22 @@ CometPlan::CometPlan(Cluster& cluster, const CometParams& params) {
 void CometPlan::layout(Cluster& cluster, int d) {
   const Workload& w = cluster.workload();
   const int n = cluster.gpus();
-  CometGpuPlan& p = gpus_[static_cast<size_t>(d)];
+  CometGpuPlan& p = gpus_[d];
   p.experts = w.placement().local_experts(d);
-  p.rows_from_source.assign(static_cast<size_t>(n), {});
+  p.rows_from_source.assign(n, {});
   const uint64_t bm = cluster.gpu_config().gemm_tile.m;
   const uint64_t rb = cluster.model().row_bytes();
   gpu::Gpu& dev = cluster.gpu(d);
   for (size_t li = 0; li < p.experts.size(); ++li) {
     // Rows of the expert bucketed by source GPU, in token order within a source.
-    std::vector<std::vector<RowRef>> by_source(static_cast<size_t>(n));
-    for (const RowRef& r : w.plan().expert_rows(p.experts[li])) by_source[static_cast<size_t>(w.tokens().gpu_of_token(r.token))].push_back(r);
+    PerGpu<std::vector<RowRef>> by_source(n);
+    for (const RowRef& r : w.plan().expert_rows(p.experts[li])) by_source[static_cast<int>(w.tokens().gpu_of_token(r.token))].push_back(r);
     const uint64_t first = p.rows.size();
     std::vector<uint32_t> distance_of_row;
     for (int j = 0; j < n; ++j) {  // own rank first, then ring order
       const int s = (d + j) % n;
-      for (const RowRef& r : by_source[static_cast<size_t>(s)]) {
-        p.rows_from_source[static_cast<size_t>(s)].push_back(p.rows.size());
+      for (const RowRef& r : by_source[s]) {
+        p.rows_from_source[s].push_back(p.rows.size());
         p.rows.push_back({r.token, r.slot, s});
         distance_of_row.push_back(static_cast<uint32_t>(j));
       }
@@ -128,7 +128,7 @@ void CometPlan::layout(Cluster& cluster, int d) {
 }
 
 void CometPlan::schedule_gemms(Cluster& cluster, int d) {
-  CometGpuPlan& p = gpus_[static_cast<size_t>(d)];
+  CometGpuPlan& p = gpus_[d];
   if (p.experts.empty()) return;
   SharedKernels k(cluster);
   const std::vector<uint64_t>& rows_e = p.rows_per_expert;
@@ -188,13 +188,13 @@ uint32_t CometPlan::adaptive_comm_blocks(uint64_t remote_bytes, uint64_t local_b
 
 void CometPlan::sender_jobs(Cluster& cluster, const CometParams& params, int s) {
   const int n = cluster.gpus();
-  CometGpuPlan& p = gpus_[static_cast<size_t>(s)];
+  CometGpuPlan& p = gpus_[s];
   uint64_t remote = 0, local = 0;
   // Distance i: the destination for which this sender is the i-th source in its layout, so
   // that at every step each GPU sends to one peer and receives from one (no incast).
   for (int i = 0; i < n; ++i) {
     const int d = ((s - i) % n + n) % n;
-    for (uint64_t pos : gpus_[static_cast<size_t>(d)].rows_from_source[static_cast<size_t>(s)]) {
+    for (uint64_t pos : gpus_[d].rows_from_source[s]) {
       p.jobs.push_back({d, pos});
       (d == s ? local : remote) += 1;
     }
@@ -219,7 +219,7 @@ void CometPlan::sender_jobs(Cluster& cluster, const CometParams& params, int s) 
 void CometPlan::combine_work(Cluster& cluster, int g) {
   const Workload& w = cluster.workload();
   const int n = cluster.gpus();
-  CometGpuPlan& p = gpus_[static_cast<size_t>(g)];
+  CometGpuPlan& p = gpus_[g];
   std::map<int64_t, std::vector<std::pair<uint64_t, float>>> by_token;
   for (uint64_t pos = 0; pos < p.rows.size(); ++pos) {
     const CometRow& r = p.rows[pos];

@@ -50,7 +50,7 @@ struct CometGpuPlan {
   std::vector<int32_t> experts;  // local experts (global ids), GEMM group order
   std::vector<CometRow> rows;    // expert-major, then source distance, then token order
   std::vector<uint64_t> rows_per_expert;
-  std::vector<std::vector<uint64_t>> rows_from_source;
+  PerGpu<std::vector<uint64_t>> rows_from_source;
   std::unique_ptr<gpu::GemmModel> gemm1, gemm2;
   std::vector<uint32_t> tile_row_base;  // per local expert: its first tile-row
   std::vector<uint64_t> tile_first_row;  // per tile-row
@@ -58,7 +58,7 @@ struct CometGpuPlan {
   std::vector<uint32_t> tile_max_distance;
   std::vector<gpu::SignalId> tile_flags;
   std::vector<uint32_t> row_tile;  // per dispatch-buffer row
-  std::vector<gpu::SignalId> source_flags;  // flux barrier[src]
+  PerGpu<gpu::SignalId> source_flags;  // flux barrier[src]
   std::vector<uint32_t> gemm1_order, gemm2_order;
   std::vector<gpu::SignalId> split_flags;
   std::vector<int64_t> split_tiles;
@@ -73,7 +73,7 @@ struct CometGpuPlan {
 class CometPlan {
  public:
   CometPlan(Cluster& cluster, const CometParams& params);
-  const CometGpuPlan& gpu(int g) const { return gpus_.at(static_cast<size_t>(g)); }
+  const CometGpuPlan& gpu(int g) const { return gpus_.at(g); }
   // The fused kernels' block: the grouped GEMM's (gpu.gemm_threads_per_block, gpu.gemm_blocks_per_sm).
   gpu::BlockShape fused_shape() const { return shape_; }
   uint32_t splits() const { return splits_; }
@@ -94,7 +94,7 @@ class CometPlan {
   void sender_jobs(Cluster& cluster, const CometParams& params, int s);
   void combine_work(Cluster& cluster, int g);
 
-  std::vector<CometGpuPlan> gpus_;
+  PerGpu<CometGpuPlan> gpus_;
   std::vector<std::vector<int>> token_sources_;
   gpu::BlockShape shape_;
   uint32_t splits_ = 1;

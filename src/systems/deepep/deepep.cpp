@@ -79,13 +79,13 @@ void declare_deepep_params(ParamRegistry& r) { DeepEpParams::table().declare(r);
 // Per GPU: what it sends (by channel and peer) and how its receive buffer is laid out.
 struct Plan {
   int n = 0, channels = 0;
-  // send[src][c][dst]: src's tokens of channel c with at least one expert on dst, in order.
-  std::vector<std::vector<std::vector<std::vector<int64_t>>>> send;
-  // recv_first[dst][src][c]: recv_x row of the first token of (src, c) on dst
+  // send(src, dst)[c]: src's tokens of channel c with at least one expert on dst, in order.
+  PerPair<std::vector<std::vector<int64_t>>> send;
+  // recv_first(dst, src)[c]: recv_x row of the first token of (src, c) on dst
   // (rank_prefix_matrix + channel_prefix_matrix).
-  std::vector<std::vector<std::vector<int64_t>>> recv_first;
-  std::vector<std::vector<int64_t>> recv_token;  // [dst][recv row] -> global token
-  std::vector<std::vector<int32_t>> lowest_rank;  // [src][local token] lowest rank holding one of its experts
+  PerPair<std::vector<int64_t>> recv_first;
+  PerGpu<std::vector<int64_t>> recv_token;  // [dst][recv row] -> global token
+  PerGpu<std::vector<int32_t>> lowest_rank;  // [src][local token] lowest rank holding one of its experts
   ChannelCounts counts;
 };
 
@@ -97,37 +97,35 @@ Plan make_plan(const Workload& w, int channels) {
   p.counts.gpus = p.n;
   p.counts.channels = channels;
   p.counts.tokens.assign(static_cast<size_t>(p.n * channels * p.n), 0);
-  p.send.assign(static_cast<size_t>(p.n), std::vector<std::vector<std::vector<int64_t>>>(
-                                              static_cast<size_t>(channels), std::vector<std::vector<int64_t>>(static_cast<size_t>(p.n))));
-  p.lowest_rank.resize(static_cast<size_t>(p.n));
+  p.send = PerPair<std::vector<std::vector<int64_t>>>(p.n, std::vector<std::vector<int64_t>>(static_cast<size_t>(channels)));
+  p.lowest_rank.resize(p.n);
   for (int s = 0; s < p.n; ++s) {
     const int64_t begin = w.tokens().begin(s), count = w.tokens().count(s);
     // get_channel_task_range: ceil(T / channels) tokens per channel.
     const int64_t per = (count + channels - 1) / channels;
     for (int64_t i = 0; i < count; ++i) {
       const int c = static_cast<int>(i / per);
-      std::vector<uint8_t> in_rank(static_cast<size_t>(p.n), 0);
-      for (int64_t j = 0; j < r.top_k(); ++j) in_rank[static_cast<size_t>(w.placement().gpu_of_expert(r.expert(begin + i, j)))] = 1;
+      PerGpu<uint8_t> in_rank(p.n, 0);
+      for (int64_t j = 0; j < r.top_k(); ++j) in_rank[w.placement().gpu_of_expert(r.expert(begin + i, j))] = 1;
       int32_t lowest = -1;
       for (int d = 0; d < p.n; ++d) {
-        if (!in_rank[static_cast<size_t>(d)]) continue;
+        if (!in_rank[d]) continue;
         if (lowest < 0) lowest = d;
-        p.send[static_cast<size_t>(s)][static_cast<size_t>(c)][static_cast<size_t>(d)].push_back(begin + i);
+        p.send(s, d)[static_cast<size_t>(c)].push_back(begin + i);
         ++p.counts.at(s, c, d);
       }
-      p.lowest_rank[static_cast<size_t>(s)].push_back(lowest);
+      p.lowest_rank[s].push_back(lowest);
     }
   }
-  p.recv_first.assign(static_cast<size_t>(p.n), std::vector<std::vector<int64_t>>(static_cast<size_t>(p.n),
-                                                                                  std::vector<int64_t>(static_cast<size_t>(channels))));
-  p.recv_token.resize(static_cast<size_t>(p.n));
+  p.recv_first = PerPair<std::vector<int64_t>>(p.n, std::vector<int64_t>(static_cast<size_t>(channels)));
+  p.recv_token.resize(p.n);
   for (int d = 0; d < p.n; ++d) {
     int64_t row = 0;
     for (int s = 0; s < p.n; ++s) {
       for (int c = 0; c < channels; ++c) {
-        p.recv_first[static_cast<size_t>(d)][static_cast<size_t>(s)][static_cast<size_t>(c)] = row;
-        for (int64_t t : p.send[static_cast<size_t>(s)][static_cast<size_t>(c)][static_cast<size_t>(d)]) {
-          p.recv_token[static_cast<size_t>(d)].push_back(t);
+        p.recv_first(d, s)[static_cast<size_t>(c)] = row;
+        for (int64_t t : p.send(s, d)[static_cast<size_t>(c)]) {
+          p.recv_token[d].push_back(t);
           ++row;
         }
       }
@@ -147,7 +145,7 @@ struct ExpertRows {
 ExpertRows make_expert_rows(const Workload& w, const Plan& p, int g) {
   ExpertRows x;
   const Routing& r = w.routing();
-  const auto& tokens = p.recv_token[static_cast<size_t>(g)];
+  const auto& tokens = p.recv_token[g];
   for (int32_t e : w.placement().local_experts(g)) {
     uint64_t rows = 0;
     for (size_t u = 0; u < tokens.size(); ++u) {
@@ -209,9 +207,9 @@ class DeepEpSystem final : public MoeSystem {
     plan_ = make_plan(w, static_cast<int>(p_.num_sms / 2));
     for (int g = 0; g < n; ++g) experts_.push_back(make_expert_rows(w, plan_, g));
     if (FunctionalData* fd = cluster.functional()) make_buffers(*fd);
-    gpus_.resize(static_cast<size_t>(n));
+    gpus_.resize(n);
     for (int g = 0; g < n; ++g) {
-      gpus_[static_cast<size_t>(g)].comm = &cluster.gpu(g).create_stream("deepep_comm");
+      gpus_[g].comm = &cluster.gpu(g).create_stream("deepep_comm");
       notify_barrier_.push_back(cluster.gpu(g).create_signal("notify_dispatch barrier"));
       combine_barrier_.push_back(cluster.gpu(g).create_signal("cached_notify_combine barrier"));
     }
@@ -246,10 +244,10 @@ class DeepEpSystem final : public MoeSystem {
     // the group of the token's lowest contributing rank).
     bh.recv_bytes = [this, row](int g, int c, int src, int64_t first, int64_t count) {
       uint64_t writes = 0;
-      const auto& toks = plan_.send[static_cast<size_t>(g)][static_cast<size_t>(c)][static_cast<size_t>(src)];
+      const auto& toks = plan_.send(g, src)[static_cast<size_t>(c)];
       const int64_t begin = c_->workload().tokens().begin(g);
       for (int64_t i = first; i < first + count; ++i) {
-        if (plan_.lowest_rank[static_cast<size_t>(g)][static_cast<size_t>(toks[static_cast<size_t>(i)] - begin)] == src) ++writes;
+        if (plan_.lowest_rank[g][static_cast<size_t>(toks[static_cast<size_t>(i)] - begin)] == src) ++writes;
       }
       return static_cast<uint64_t>(count) * combine_->token_bytes() + writes * row;
     };
@@ -268,7 +266,7 @@ class DeepEpSystem final : public MoeSystem {
     uint64_t bytes;
     DeepEpChannelKernel kernel;
   };
-  struct PerGpu {
+  struct GpuState {
     gpu::Stream* comm = nullptr;
     bool host_waiting = false;
     bool counter_visible = false;
@@ -294,10 +292,10 @@ class DeepEpSystem final : public MoeSystem {
     const uint64_t k = static_cast<uint64_t>(w.model().top_k());
     const uint64_t n = static_cast<uint64_t>(c.gpus());
     gpu::Stream& s = c.stream(g);
-    gpu::Stream& comm = *gpus_[static_cast<size_t>(g)].comm;
+    gpu::Stream& comm = *gpus_[g].comm;
     if (FunctionalData* fd = c.functional()) {
       for (int64_t tok = w.tokens().begin(g); tok < w.tokens().end(g); ++tok) {
-        x_[static_cast<size_t>(g)].write(tok - w.tokens().begin(g), fd->input_row(tok));
+        x_[g].write(tok - w.tokens().begin(g), fd->input_row(tok));
       }
     }
     launch_megatron_router(c, *k_, g, s, static_cast<int64_t>(t));
@@ -365,7 +363,7 @@ class DeepEpSystem final : public MoeSystem {
 
   // ---- the host spin on the mapped counter ----
   void host_reaches_spin(int g) {
-    PerGpu& x = gpus_[static_cast<size_t>(g)];
+    GpuState& x = gpus_[g];
     x.host_reached = c_->sim().now();
     if (x.counter_visible) {
       issue_after_spin(g);  // the first read already sees the count
@@ -374,11 +372,11 @@ class DeepEpSystem final : public MoeSystem {
     }
   }
   void counter_visible(int g) {
-    PerGpu& x = gpus_[static_cast<size_t>(g)];
+    GpuState& x = gpus_[g];
     x.counter_visible = true;
     if (!x.host_waiting) return;
     c_->sim().schedule_in(p_.host_poll_reaction, [this, g] {
-      c_->log(g, Activity::Synchronisation, gpus_[static_cast<size_t>(g)].host_reached, c_->sim().now());
+      c_->log(g, Activity::Synchronisation, gpus_[g].host_reached, c_->sim().now());
       issue_after_spin(g);
     });
   }
@@ -389,9 +387,9 @@ class DeepEpSystem final : public MoeSystem {
     const uint64_t row = static_cast<uint64_t>(w.model().row_bytes());
     const uint64_t k = static_cast<uint64_t>(w.model().top_k());
     gpu::Stream& s = c.stream(g);
-    gpu::Stream& comm = *gpus_[static_cast<size_t>(g)].comm;
-    const ExpertRows& ex = experts_[static_cast<size_t>(g)];
-    const uint64_t ru = plan_.recv_token[static_cast<size_t>(g)].size();  // tokens received
+    gpu::Stream& comm = *gpus_[g].comm;
+    const ExpertRows& ex = experts_[g];
+    const uint64_t ru = plan_.recv_token[g].size();  // tokens received
     const uint64_t rows = ex.from.size();                                 // (token, local expert) rows
     const uint64_t el = ex.per_expert.size();
 
@@ -464,8 +462,8 @@ class DeepEpSystem final : public MoeSystem {
     const Workload& w = c_->workload();
     const int64_t h = fd.hidden(), f = fd.ffn();
     for (int g = 0; g < c_->gpus(); ++g) {
-      const int64_t ru = static_cast<int64_t>(plan_.recv_token[static_cast<size_t>(g)].size());
-      const int64_t rows = static_cast<int64_t>(experts_[static_cast<size_t>(g)].from.size());
+      const int64_t ru = static_cast<int64_t>(plan_.recv_token[g].size());
+      const int64_t rows = static_cast<int64_t>(experts_[g].from.size());
       x_.emplace_back("x", w.tokens().count(g), h);
       recv_x_.emplace_back("recv_x", ru, h);
       permuted_.emplace_back("permuted_tokens", rows, h);
@@ -481,11 +479,11 @@ class DeepEpSystem final : public MoeSystem {
   void dispatch_chunk(int g, int c, int src, int64_t first, int64_t count) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
-    const auto& toks = plan_.send[static_cast<size_t>(src)][static_cast<size_t>(c)][static_cast<size_t>(g)];
-    const int64_t base = plan_.recv_first[static_cast<size_t>(g)][static_cast<size_t>(src)][static_cast<size_t>(c)];
+    const auto& toks = plan_.send(src, g)[static_cast<size_t>(c)];
+    const int64_t base = plan_.recv_first(g, src)[static_cast<size_t>(c)];
     const int64_t src_begin = c_->workload().tokens().begin(src);
     for (int64_t i = first; i < first + count; ++i) {
-      recv_x_[static_cast<size_t>(g)].write(base + i, x_[static_cast<size_t>(src)].read(toks[static_cast<size_t>(i)] - src_begin, *fd));
+      recv_x_[g].write(base + i, x_[src].read(toks[static_cast<size_t>(i)] - src_begin, *fd));
     }
   }
   // A combine receiver group of GPU g (the tokens' owner) took tokens [first, first + count)
@@ -493,73 +491,73 @@ class DeepEpSystem final : public MoeSystem {
   void combine_chunk(int g, int c, int src, int64_t first, int64_t count) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
-    const auto& toks = plan_.send[static_cast<size_t>(g)][static_cast<size_t>(c)][static_cast<size_t>(src)];
-    const int64_t base = plan_.recv_first[static_cast<size_t>(src)][static_cast<size_t>(g)][static_cast<size_t>(c)];
+    const auto& toks = plan_.send(g, src)[static_cast<size_t>(c)];
+    const int64_t base = plan_.recv_first(src, g)[static_cast<size_t>(c)];
     const int64_t h = fd->hidden(), begin = c_->workload().tokens().begin(g);
     for (int64_t i = first; i < first + count; ++i) {
-      const float* row = local_sum_[static_cast<size_t>(src)].read(base + i, *fd);
-      float* o = out_[static_cast<size_t>(g)].data() + (toks[static_cast<size_t>(i)] - begin) * h;
+      const float* row = local_sum_[src].read(base + i, *fd);
+      float* o = out_[g].data() + (toks[static_cast<size_t>(i)] - begin) * h;
       for (int64_t j = 0; j < h; ++j) o[j] += row[j];
     }
   }
   void functional_permute(int g) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
-    const ExpertRows& ex = experts_[static_cast<size_t>(g)];
+    const ExpertRows& ex = experts_[g];
     for (size_t j = 0; j < ex.from.size(); ++j) {
-      permuted_[static_cast<size_t>(g)].write(static_cast<int64_t>(j), recv_x_[static_cast<size_t>(g)].read(ex.from[j], *fd));
+      permuted_[g].write(static_cast<int64_t>(j), recv_x_[g].read(ex.from[j], *fd));
     }
   }
   void functional_gemm1(int g) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
-    const ExpertRows& ex = experts_[static_cast<size_t>(g)];
+    const ExpertRows& ex = experts_[g];
     std::vector<float> a(static_cast<size_t>(fd->ffn()));
     for (size_t j = 0; j < ex.from.size(); ++j) {
-      fd->layer().expert_hidden(ex.expert[j], permuted_[static_cast<size_t>(g)].read(static_cast<int64_t>(j), *fd), a.data());
-      act_[static_cast<size_t>(g)].write(static_cast<int64_t>(j), a.data());
+      fd->layer().expert_hidden(ex.expert[j], permuted_[g].read(static_cast<int64_t>(j), *fd), a.data());
+      act_[g].write(static_cast<int64_t>(j), a.data());
     }
   }
   void functional_activation(int g) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
-    const ExpertRows& ex = experts_[static_cast<size_t>(g)];
+    const ExpertRows& ex = experts_[g];
     std::vector<float> a(static_cast<size_t>(fd->ffn()));
     for (size_t j = 0; j < ex.from.size(); ++j) {
-      const float* in = act_[static_cast<size_t>(g)].read(static_cast<int64_t>(j), *fd);
+      const float* in = act_[g].read(static_cast<int64_t>(j), *fd);
       for (size_t i = 0; i < a.size(); ++i) a[i] = in[i] * ex.prob[j];
-      act_[static_cast<size_t>(g)].write(static_cast<int64_t>(j), a.data());
+      act_[g].write(static_cast<int64_t>(j), a.data());
     }
   }
   void functional_gemm2(int g) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
-    const ExpertRows& ex = experts_[static_cast<size_t>(g)];
+    const ExpertRows& ex = experts_[g];
     std::vector<float> y(static_cast<size_t>(fd->hidden()));
     for (size_t j = 0; j < ex.from.size(); ++j) {
-      fd->layer().expert_output(ex.expert[j], act_[static_cast<size_t>(g)].read(static_cast<int64_t>(j), *fd), y.data());
-      y_[static_cast<size_t>(g)].write(static_cast<int64_t>(j), y.data());
+      fd->layer().expert_output(ex.expert[j], act_[g].read(static_cast<int64_t>(j), *fd), y.data());
+      y_[g].write(static_cast<int64_t>(j), y.data());
     }
   }
   void functional_unpermute(int g) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
-    const ExpertRows& ex = experts_[static_cast<size_t>(g)];
+    const ExpertRows& ex = experts_[g];
     const int64_t h = fd->hidden();
-    const int64_t ru = local_sum_[static_cast<size_t>(g)].rows();
+    const int64_t ru = local_sum_[g].rows();
     std::vector<float> sums(static_cast<size_t>(ru * h), 0.0f);
     for (size_t j = 0; j < ex.from.size(); ++j) {
-      const float* y = y_[static_cast<size_t>(g)].read(static_cast<int64_t>(j), *fd);
+      const float* y = y_[g].read(static_cast<int64_t>(j), *fd);
       for (int64_t i = 0; i < h; ++i) sums[static_cast<size_t>(ex.from[j] * h + i)] += y[i];
     }
-    for (int64_t u = 0; u < ru; ++u) local_sum_[static_cast<size_t>(g)].write(u, sums.data() + u * h);
+    for (int64_t u = 0; u < ru; ++u) local_sum_[g].write(u, sums.data() + u * h);
   }
   void functional_output(int g) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
     const Workload& w = c_->workload();
     for (int64_t t = 0; t < w.tokens().count(g); ++t) {
-      fd->set_output_row(w.tokens().begin(g) + t, out_[static_cast<size_t>(g)].data() + t * fd->hidden());
+      fd->set_output_row(w.tokens().begin(g) + t, out_[g].data() + t * fd->hidden());
     }
   }
 
@@ -567,12 +565,12 @@ class DeepEpSystem final : public MoeSystem {
   Cluster* c_ = nullptr;
   std::unique_ptr<SharedKernels> k_;
   Plan plan_;
-  std::vector<ExpertRows> experts_;
-  std::vector<PerGpu> gpus_;
-  std::vector<gpu::SignalId> notify_barrier_, combine_barrier_;
+  PerGpu<ExpertRows> experts_;
+  PerGpu<GpuState> gpus_;
+  PerGpu<gpu::SignalId> notify_barrier_, combine_barrier_;
   std::unique_ptr<Transfer> dispatch_, combine_;
-  std::vector<RowBuffer> x_, recv_x_, permuted_, act_, y_, local_sum_;
-  std::vector<std::vector<float>> out_;
+  PerGpu<RowBuffer> x_, recv_x_, permuted_, act_, y_, local_sum_;
+  PerGpu<std::vector<float>> out_;
 };
 
 }  // namespace

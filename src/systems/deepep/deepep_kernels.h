@@ -79,22 +79,22 @@ class DeepEpChannelKernel {
     std::vector<gpu::SignalId> tail;  // [channel][src], receiver side
     std::vector<gpu::SignalId> head;  // [channel][dst], sender side
   };
-  gpu::SignalId meta(int g, int c, int s) const { return sig_[static_cast<size_t>(g)].meta[static_cast<size_t>(c * n_ + s)]; }
-  gpu::SignalId tail(int g, int c, int s) const { return sig_[static_cast<size_t>(g)].tail[static_cast<size_t>(c * n_ + s)]; }
-  gpu::SignalId head(int g, int c, int d) const { return sig_[static_cast<size_t>(g)].head[static_cast<size_t>(c * n_ + d)]; }
+  gpu::SignalId meta(int g, int c, int s) const { return sig_[g].meta[static_cast<size_t>(c * n_ + s)]; }
+  gpu::SignalId tail(int g, int c, int s) const { return sig_[g].tail[static_cast<size_t>(c * n_ + s)]; }
+  gpu::SignalId head(int g, int c, int d) const { return sig_[g].head[static_cast<size_t>(c * n_ + d)]; }
 
   ChannelKernelConfig cfg_;
   ChannelCounts counts_;
   Hooks hooks_;
   int n_;
-  std::vector<Signals> sig_;
+  PerGpu<Signals> sig_;
 };
 
 struct NotifyConfig {
   std::string name;
   uint32_t threads = 128;
   int barriers_before_counts = 1;              // barriers before the count stores
-  std::vector<uint64_t> count_bytes_to_peer;   // per peer (empty: no count stores)
+  PerGpu<uint64_t> count_bytes_to_peer;       // per peer (empty: no count stores)
   int barriers_after_counts = 1;               // barriers after them, before the host is told
   uint64_t local_bytes = 0;                    // CTA 0's local work (prefix sums) before telling the host
   uint64_t clean_bytes = 0;                    // CTA 0's queue cleaning after telling the host
@@ -106,6 +106,6 @@ struct NotifyConfig {
 // GPU g's notify kernel; `tell_host` (may be null) runs when CTA 0 writes the host-mapped
 // counters. `barrier_signal[g]` must be a fresh signal of GPU g, shared by all GPUs' kernels.
 gpu::KernelSpec deepep_notify_kernel(Cluster& cluster, int g, const NotifyConfig& config,
-                                     const std::vector<gpu::SignalId>& barrier_signal, std::function<void()> tell_host);
+                                     const PerGpu<gpu::SignalId>& barrier_signal, std::function<void()> tell_host);
 
 }  // namespace moehub

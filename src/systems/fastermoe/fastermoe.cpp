@@ -58,29 +58,28 @@ class FasterMoeSystem final : public MoeSystem {
     const Workload& w = c.workload();
     const uint64_t row = w.model().row_bytes();
     for (int g = 0; g < n_; ++g) max_local_ = std::max(max_local_, local(g));
-    gemm1_pending_.assign(u(n_), 0);
+    gemm1_pending_.assign(n_, 0);
 
     // Count exchange: every rank sends each rank the counts of that rank's experts.
-    std::vector<std::vector<uint64_t>> counts(u(n_), std::vector<uint64_t>(u(n_), 0));
+    PerPair<uint64_t> counts(n_);
     for (int s = 0; s < n_; ++s) {
-      for (int d = 0; d < n_; ++d) counts[u(s)][u(d)] = u(local(d)) * kCountBytes;
+      for (int d = 0; d < n_; ++d) counts(s, d) = u(local(d)) * kCountBytes;
     }
     count_exchange_ = std::make_unique<NcclGroupCall>(c, "fastermoe_expert_exchange", counts, cfg_.nccl);
 
     // One NCCL group per (step, local expert) and direction.
     for (int st = 0; st < schedule_->steps(); ++st) {
       for (int ei = 0; ei < max_local_; ++ei) {
-        std::vector<std::vector<uint64_t>> fwd(u(n_), std::vector<uint64_t>(u(n_), 0)), back = fwd;
+        PerPair<uint64_t> fwd(n_);
         for (int s = 0; s < n_; ++s) {
           for (int d : schedule_->send_peers(s, st)) {
             if (ei >= local(d)) continue;
             const uint64_t b = u(rows(s, d, ei)) * row;
-            fwd[u(s)][u(d)] = b;
-            back[u(d)][u(s)] = b;
+            fwd(s, d) = b;
           }
         }
         dispatch_.push_back(std::make_unique<NcclGroupCall>(c, fmt::format("fastermoe_S{}_e{}", st, ei), fwd, cfg_.nccl));
-        combine_.push_back(std::make_unique<NcclGroupCall>(c, fmt::format("fastermoe_R{}_e{}", st, ei), back, cfg_.nccl));
+        combine_.push_back(std::make_unique<NcclGroupCall>(c, fmt::format("fastermoe_R{}_e{}", st, ei), fwd.transposed(), cfg_.nccl));
       }
     }
     if (c.functional()) setup_functional();
@@ -190,9 +189,9 @@ class FasterMoeSystem final : public MoeSystem {
         const int64_t base = global_ptr(g, ei, from.front());
         const std::vector<uint64_t> grp{u(mrows)};
         gpu::KernelSpec g1 = k.gemm1_model(grp).kernel(fmt::format("fmoe_gemm1_s{}", st), hooks(g, ei, base, true));
-        ++gemm1_pending_[u(g)];
+        ++gemm1_pending_[g];
         g1.on_done = [this, g] {
-          if (--gemm1_pending_[u(g)] == 0) cluster_->phases(g).gemm1_end = cluster_->sim().now();
+          if (--gemm1_pending_[g] == 0) cluster_->phases(g).gemm1_end = cluster_->sim().now();
         };
         // expert_fn is Python: GEMM1, activation, GEMM2 and the copy are framework ops.
         c.op(g, s, Activity::ExpertCompute, std::move(g1));
@@ -288,8 +287,8 @@ class FasterMoeSystem final : public MoeSystem {
     const int64_t ex = expert_of(expert_gpu, ei);
     const int64_t count = rows(token_gpu, expert_gpu, ei);
     const int64_t gbase = global_ptr(expert_gpu, ei, token_gpu);
-    Buffers& tb = buffers_[u(token_gpu)];
-    Buffers& eb = buffers_[u(expert_gpu)];
+    Buffers& tb = buffers_[token_gpu];
+    Buffers& eb = buffers_[expert_gpu];
     const int64_t sbase = tb.expert_off[u(ex)];
     for (int64_t r = 0; r < count; ++r) {
       if (!combine) {
@@ -305,7 +304,7 @@ class FasterMoeSystem final : public MoeSystem {
   void functional_local_scatter(int g) {
     if (!cluster_->functional()) return;
     FunctionalData& fd = *cluster_->functional();
-    Buffers& b = buffers_[u(g)];
+    Buffers& b = buffers_[g];
     const int64_t k = cluster_->workload().routing().top_k();
     for (size_t i = 0; i < b.pos.size(); ++i) b.sorted.write(static_cast<int64_t>(i), fd.input_row(b.pos[i] / k));
   }
@@ -317,7 +316,7 @@ class FasterMoeSystem final : public MoeSystem {
     hk.before = [this, g, ei, base, first](const gpu::GemmTile& tile) -> std::optional<gpu::Step> {
       if (tile.tile_col != 0) return std::nullopt;
       FunctionalData& fd = *cluster_->functional();
-      Buffers& b = buffers_[u(g)];
+      Buffers& b = buffers_[g];
       const int64_t ex = expert_of(g, ei);
       const int64_t r0 = base + static_cast<int64_t>(tile.tile_row * cluster_->gpu_config().gemm_tile.m);
       std::vector<float> tmp(u(first ? fd.ffn() : fd.hidden()));
@@ -338,14 +337,14 @@ class FasterMoeSystem final : public MoeSystem {
   void functional_output_copy(int g, int64_t base, int64_t count) {
     if (!cluster_->functional()) return;
     FunctionalData& fd = *cluster_->functional();
-    Buffers& b = buffers_[u(g)];
+    Buffers& b = buffers_[g];
     for (int64_t r = base; r < base + count; ++r) b.gout.write(r, b.ytmp.read(r, fd));
   }
 
   void functional_local_gather(int g) {
     if (!cluster_->functional()) return;
     FunctionalData& fd = *cluster_->functional();
-    Buffers& b = buffers_[u(g)];
+    Buffers& b = buffers_[g];
     const int64_t first = cluster_->workload().tokens().begin(g) * cluster_->workload().routing().top_k();
     for (size_t i = 0; i < b.pos.size(); ++i) b.gathered.write(b.pos[i] - first, b.outbuf.read(static_cast<int64_t>(i), fd));
   }
@@ -354,7 +353,7 @@ class FasterMoeSystem final : public MoeSystem {
     if (!cluster_->functional()) return;
     FunctionalData& fd = *cluster_->functional();
     const Workload& w = cluster_->workload();
-    Buffers& b = buffers_[u(g)];
+    Buffers& b = buffers_[g];
     const int64_t k = w.routing().top_k();
     for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
       fd.combine_token(t, [&](int64_t j) { return b.gathered.read((t - w.tokens().begin(g)) * k + j, fd); });
@@ -368,8 +367,8 @@ class FasterMoeSystem final : public MoeSystem {
   std::unique_ptr<FasterMoeSchedule> schedule_;
   std::unique_ptr<NcclGroupCall> count_exchange_;
   std::vector<std::unique_ptr<NcclGroupCall>> dispatch_, combine_;
-  std::vector<int> gemm1_pending_;
-  std::vector<Buffers> buffers_;
+  PerGpu<int> gemm1_pending_;
+  PerGpu<Buffers> buffers_;
 };
 
 void declare_fastermoe_params(ParamRegistry& r) { FasterMoeConfig::table().declare(r); }

@@ -55,9 +55,10 @@ void declare_megatron_params(ParamRegistry& r) { MegatronParams::table().declare
 // Where GPU g's rows sit in each buffer of the dispatcher, as its own mechanism computes them.
 struct Layout {
   std::vector<RowRef> perm;           // permutation 1 order: (dst GPU, local expert, token)
-  std::vector<int64_t> send_off;      // input_splits prefix: first row of perm for each dst
-  std::vector<int64_t> recv_off;      // output_splits prefix: first recv row from each src
-  std::vector<int64_t> recv_rows;     // output_splits
+  PerGpu<int64_t> send_off;           // input_splits prefix: first row of perm for each dst
+  PerGpu<int64_t> send_rows;          // input_splits
+  PerGpu<int64_t> recv_off;           // output_splits prefix: first recv row from each src
+  PerGpu<int64_t> recv_rows;          // output_splits
   std::vector<int32_t> sorted_expert; // expert of each row after sort_chunks (expert-major)
   std::vector<int64_t> sorted_from;   // recv row each sorted row comes from
   std::vector<uint64_t> expert_rows;  // num_tokens_per_local_expert
@@ -77,20 +78,17 @@ Layout make_layout(const Workload& w, int g) {
   for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
     for (int32_t j = 0; j < r.top_k(); ++j) by_expert[static_cast<size_t>(r.expert(t, j))].push_back({t, j});
   }
-  l.send_off.assign(static_cast<size_t>(n) + 1, 0);
   for (int d = 0; d < n; ++d) {
-    l.send_off[static_cast<size_t>(d)] = static_cast<int64_t>(l.perm.size());
+    l.send_off.push_back(static_cast<int64_t>(l.perm.size()));
     for (int32_t e : p.local_experts(d)) {
       for (const RowRef& row : by_expert[static_cast<size_t>(e)]) l.perm.push_back(row);
     }
+    l.send_rows.push_back(static_cast<int64_t>(l.perm.size()) - l.send_off[d]);
   }
-  l.send_off[static_cast<size_t>(n)] = static_cast<int64_t>(l.perm.size());
   // The receive buffer is source-major (output_splits); within a source, its perm order.
-  l.recv_off.assign(static_cast<size_t>(n), 0);
-  l.recv_rows.assign(static_cast<size_t>(n), 0);
   for (int s = 0; s < n; ++s) {
-    l.recv_off[static_cast<size_t>(s)] = l.recv_total;
-    l.recv_rows[static_cast<size_t>(s)] = plan.rows(s, g);
+    l.recv_off.push_back(l.recv_total);
+    l.recv_rows.push_back(plan.rows(s, g));
     l.recv_total += plan.rows(s, g);
   }
   // sort_chunks_by_idxs: chunks (src, local expert) of num_global_tokens_per_local_expert rows,
@@ -98,7 +96,7 @@ Layout make_layout(const Workload& w, int g) {
   for (int32_t e : p.local_experts(g)) {
     uint64_t rows = 0;
     for (int s = 0; s < n; ++s) {
-      int64_t first = l.recv_off[static_cast<size_t>(s)];
+      int64_t first = l.recv_off[s];
       for (int32_t prior : p.local_experts(g)) {
         if (prior == e) break;
         first += plan.rows_to_expert(s, prior);
@@ -132,14 +130,12 @@ class MegatronTeSystem final : public MoeSystem {
     for (int g = 0; g < n; ++g) layouts_.push_back(make_layout(w, g));
     if (FunctionalData* fd = cluster.functional()) make_buffers(*fd);
 
-    std::vector<std::vector<uint64_t>> rows(static_cast<size_t>(n), std::vector<uint64_t>(static_cast<size_t>(n)));
-    std::vector<std::vector<uint64_t>> probs = rows, back = rows;
+    PerPair<uint64_t> rows(n), probs(n);
     for (int s = 0; s < n; ++s) {
       for (int d = 0; d < n; ++d) {
         const uint64_t r = static_cast<uint64_t>(w.plan().rows(s, d));
-        rows[static_cast<size_t>(s)][static_cast<size_t>(d)] = r * row_bytes;
-        probs[static_cast<size_t>(s)][static_cast<size_t>(d)] = r * mp::kProbBytes;
-        back[static_cast<size_t>(d)][static_cast<size_t>(s)] = r * row_bytes;
+        rows(s, d) = r * row_bytes;
+        probs(s, d) = r * mp::kProbBytes;
       }
     }
     for (int g = 0; g < n; ++g) {
@@ -150,12 +146,12 @@ class MegatronTeSystem final : public MoeSystem {
       te_streams_.push_back(std::move(side));
     }
     counts_ = std::make_unique<RingAllGather>(cluster, static_cast<uint64_t>(w.model().experts()) * mp::kLongBytes,
-                                              [this](int g) { c_->gpu(g).signal_add(counts_done_[static_cast<size_t>(g)], 1); });
+                                              [this](int g) { c_->gpu(g).signal_add(counts_done_[g], 1); });
     dispatch_ = std::make_unique<NcclGroupCall>(cluster, "a2a_dispatch_rows", rows, p_.nccl);
     dispatch_->set_hooks(nullptr, [this](int s, int d) { dispatch_landed(s, d); });
     probs_ = std::make_unique<NcclGroupCall>(cluster, "a2a_dispatch_probs", probs, p_.nccl);
     probs_->set_hooks(nullptr, [this](int s, int d) { probs_landed(s, d); });
-    combine_ = std::make_unique<NcclGroupCall>(cluster, "a2a_combine_rows", back, p_.nccl);
+    combine_ = std::make_unique<NcclGroupCall>(cluster, "a2a_combine_rows", rows.transposed(), p_.nccl);
     combine_->set_hooks(nullptr, [this](int s, int d) { combine_landed(s, d); });
     for (int g = 0; g < n; ++g) issue_until_sync(g);
   }
@@ -194,8 +190,8 @@ class MegatronTeSystem final : public MoeSystem {
     gpu::Gpu& gp = c.gpu(g);
     gpu::Host& host = c.host(g);
     gpu::Stream& main = c.stream(g);
-    const Layout& l = layouts_[static_cast<size_t>(g)];
-    std::vector<gpu::Stream*>& side = te_streams_[static_cast<size_t>(g)];
+    const Layout& l = layouts_[g];
+    std::vector<gpu::Stream*>& side = te_streams_[g];
     const size_t used = std::min<size_t>(side.size(), l.expert_rows.size());
     host.framework_op();
     const gpu::EventId start = gp.create_event(fc1 ? "te fc1 start" : "te fc2 start");
@@ -226,13 +222,13 @@ class MegatronTeSystem final : public MoeSystem {
     gpu::Stream& s = c.stream(g);
     if (FunctionalData* fd = c.functional()) {
       for (int64_t tok = w.tokens().begin(g); tok < w.tokens().end(g); ++tok) {
-        x_[static_cast<size_t>(g)].write(tok - w.tokens().begin(g), fd->input_row(tok));
+        x_[g].write(tok - w.tokens().begin(g), fd->input_row(tok));
       }
     }
     launch_megatron_router(c, *k_, g, s, static_cast<int64_t>(t));
     // num_local_tokens_per_expert = routing_map.sum(0): read the [T, E] mask, write E counts.
     op(g, Activity::DataShuffle, k_->memory(g, "tokens_per_expert", t * e * mp::kMaskBytes + e * mp::kLongBytes));
-    all_gather(g, "allgather_counts", [this, g] { counts_->join(g); }, counts_done_[static_cast<size_t>(g)]);
+    all_gather(g, "allgather_counts", [this, g] { counts_->join(g); }, counts_done_[g]);
     // output_splits, num_global_tokens_per_local_expert and their sums from the [N, E] matrix.
     op(g, Activity::DataShuffle, k_->memory(g, "count_splits", 2 * n * e * mp::kLongBytes));
     // The split sizes go to the host on a side stream that waits for the counts.
@@ -269,7 +265,7 @@ class MegatronTeSystem final : public MoeSystem {
   void issue_after_sync(int g) {
     Cluster& c = *c_;
     const Workload& w = c.workload();
-    const Layout& l = layouts_[static_cast<size_t>(g)];
+    const Layout& l = layouts_[g];
     const uint64_t row_bytes = static_cast<uint64_t>(w.model().row_bytes());
     const uint64_t in = static_cast<uint64_t>(l.recv_total);
     all_to_all(g, *dispatch_, [this, g](Time start, Time end) {
@@ -321,7 +317,7 @@ class MegatronTeSystem final : public MoeSystem {
     const Workload& w = c_->workload();
     const int64_t h = fd.hidden(), f = fd.ffn();
     for (int g = 0; g < c_->gpus(); ++g) {
-      const Layout& l = layouts_[static_cast<size_t>(g)];
+      const Layout& l = layouts_[g];
       const int64_t out = static_cast<int64_t>(l.perm.size()), in = l.recv_total;
       x_.emplace_back("x", w.tokens().count(g), h);
       Buffers b;
@@ -343,11 +339,11 @@ class MegatronTeSystem final : public MoeSystem {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
     const Workload& w = c_->workload();
-    const Layout& l = layouts_[static_cast<size_t>(g)];
-    Buffers& b = bufs_[static_cast<size_t>(g)];
+    const Layout& l = layouts_[g];
+    Buffers& b = bufs_[g];
     for (size_t i = 0; i < l.perm.size(); ++i) {
       const RowRef& r = l.perm[i];
-      b.permuted.write(static_cast<int64_t>(i), x_[static_cast<size_t>(g)].read(r.token - w.tokens().begin(g), *fd));
+      b.permuted.write(static_cast<int64_t>(i), x_[g].read(r.token - w.tokens().begin(g), *fd));
       const float p = w.routing().weight(r.token, r.slot);
       b.permuted_probs.write(static_cast<int64_t>(i), &p);
     }
@@ -357,13 +353,13 @@ class MegatronTeSystem final : public MoeSystem {
   void copy_split(int s, int d, RowBuffer Buffers::*from, RowBuffer Buffers::*to) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
-    const Layout& ls = layouts_[static_cast<size_t>(s)];
-    const Layout& ld = layouts_[static_cast<size_t>(d)];
-    const int64_t first = ls.send_off[static_cast<size_t>(d)];
-    const int64_t count = ls.send_off[static_cast<size_t>(d) + 1] - first;
+    const Layout& ls = layouts_[s];
+    const Layout& ld = layouts_[d];
+    const int64_t first = ls.send_off[d];
+    const int64_t count = ls.send_rows[d];
     for (int64_t i = 0; i < count; ++i) {
-      (bufs_[static_cast<size_t>(d)].*to)
-          .write(ld.recv_off[static_cast<size_t>(s)] + i, (bufs_[static_cast<size_t>(s)].*from).read(first + i, *fd));
+      (bufs_[d].*to)
+          .write(ld.recv_off[s] + i, (bufs_[s].*from).read(first + i, *fd));
     }
   }
   void dispatch_landed(int s, int d) { copy_split(s, d, &Buffers::permuted, &Buffers::recv); }
@@ -374,27 +370,27 @@ class MegatronTeSystem final : public MoeSystem {
   void combine_landed(int s, int d) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
-    const Layout& ls = layouts_[static_cast<size_t>(s)];
-    const Layout& ld = layouts_[static_cast<size_t>(d)];
-    const int64_t first = ls.recv_off[static_cast<size_t>(d)];
-    for (int64_t i = 0; i < ls.recv_rows[static_cast<size_t>(d)]; ++i) {
-      bufs_[static_cast<size_t>(d)].back.write(ld.send_off[static_cast<size_t>(s)] + i,
-                                               bufs_[static_cast<size_t>(s)].unsorted.read(first + i, *fd));
+    const Layout& ls = layouts_[s];
+    const Layout& ld = layouts_[d];
+    const int64_t first = ls.recv_off[d];
+    for (int64_t i = 0; i < ls.recv_rows[d]; ++i) {
+      bufs_[d].back.write(ld.send_off[s] + i,
+                                               bufs_[s].unsorted.read(first + i, *fd));
     }
   }
 
   void functional_sort(int g) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
-    const Layout& l = layouts_[static_cast<size_t>(g)];
-    Buffers& b = bufs_[static_cast<size_t>(g)];
+    const Layout& l = layouts_[g];
+    Buffers& b = bufs_[g];
     for (size_t j = 0; j < l.sorted_from.size(); ++j) b.sorted.write(static_cast<int64_t>(j), b.recv.read(l.sorted_from[j], *fd));
   }
   void functional_sort_probs(int g) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
-    const Layout& l = layouts_[static_cast<size_t>(g)];
-    Buffers& b = bufs_[static_cast<size_t>(g)];
+    const Layout& l = layouts_[g];
+    Buffers& b = bufs_[g];
     for (size_t j = 0; j < l.sorted_from.size(); ++j) {
       b.sorted_probs.write(static_cast<int64_t>(j), b.recv_probs.read(l.sorted_from[j], *fd));
     }
@@ -402,8 +398,8 @@ class MegatronTeSystem final : public MoeSystem {
   void functional_gemm1(int g) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
-    const Layout& l = layouts_[static_cast<size_t>(g)];
-    Buffers& b = bufs_[static_cast<size_t>(g)];
+    const Layout& l = layouts_[g];
+    Buffers& b = bufs_[g];
     std::vector<float> act(static_cast<size_t>(fd->ffn()));
     for (size_t j = 0; j < l.sorted_expert.size(); ++j) {
       fd->layer().expert_hidden(l.sorted_expert[j], b.sorted.read(static_cast<int64_t>(j), *fd), act.data());
@@ -414,7 +410,7 @@ class MegatronTeSystem final : public MoeSystem {
   void functional_activation(int g) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
-    Buffers& b = bufs_[static_cast<size_t>(g)];
+    Buffers& b = bufs_[g];
     std::vector<float> act(static_cast<size_t>(fd->ffn()));
     for (int64_t j = 0; j < b.act.rows(); ++j) {
       const float* a = b.act.read(j, *fd);
@@ -426,8 +422,8 @@ class MegatronTeSystem final : public MoeSystem {
   void functional_gemm2(int g) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
-    const Layout& l = layouts_[static_cast<size_t>(g)];
-    Buffers& b = bufs_[static_cast<size_t>(g)];
+    const Layout& l = layouts_[g];
+    Buffers& b = bufs_[g];
     std::vector<float> y(static_cast<size_t>(fd->hidden()));
     for (size_t j = 0; j < l.sorted_expert.size(); ++j) {
       fd->layer().expert_output(l.sorted_expert[j], b.act.read(static_cast<int64_t>(j), *fd), y.data());
@@ -437,19 +433,19 @@ class MegatronTeSystem final : public MoeSystem {
   void functional_unsort(int g) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
-    const Layout& l = layouts_[static_cast<size_t>(g)];
-    Buffers& b = bufs_[static_cast<size_t>(g)];
+    const Layout& l = layouts_[g];
+    Buffers& b = bufs_[g];
     for (size_t j = 0; j < l.sorted_from.size(); ++j) b.unsorted.write(l.sorted_from[j], b.y.read(static_cast<int64_t>(j), *fd));
   }
   void functional_unpermute(int g) {
     FunctionalData* fd = c_->functional();
     if (!fd) return;
     const Workload& w = c_->workload();
-    const Layout& l = layouts_[static_cast<size_t>(g)];
+    const Layout& l = layouts_[g];
     const int64_t h = fd->hidden(), first = w.tokens().begin(g);
     std::vector<float> out(static_cast<size_t>(w.tokens().count(g) * h), 0.0f);
     for (size_t i = 0; i < l.perm.size(); ++i) {
-      const float* row = bufs_[static_cast<size_t>(g)].back.read(static_cast<int64_t>(i), *fd);
+      const float* row = bufs_[g].back.read(static_cast<int64_t>(i), *fd);
       float* o = out.data() + (l.perm[i].token - first) * h;
       for (int64_t c = 0; c < h; ++c) o[c] += row[c];
     }
@@ -459,11 +455,11 @@ class MegatronTeSystem final : public MoeSystem {
   MegatronParams p_;
   Cluster* c_ = nullptr;
   std::unique_ptr<SharedKernels> k_;
-  std::vector<Layout> layouts_;
-  std::vector<gpu::SignalId> counts_done_;
-  std::vector<std::vector<gpu::Stream*>> te_streams_;  // per GPU: TE's GEMM compute streams
-  std::vector<RowBuffer> x_;
-  std::vector<Buffers> bufs_;
+  PerGpu<Layout> layouts_;
+  PerGpu<gpu::SignalId> counts_done_;
+  PerGpu<std::vector<gpu::Stream*>> te_streams_;  // TE's GEMM compute streams
+  PerGpu<RowBuffer> x_;
+  PerGpu<Buffers> bufs_;
   std::unique_ptr<RingAllGather> counts_;
   std::unique_ptr<NcclGroupCall> dispatch_, probs_, combine_;
 };

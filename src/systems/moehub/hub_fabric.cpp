@@ -440,10 +440,10 @@ HubFabric::HubFabric(Cluster& cluster, const HubConfig& hub, const HubFabricConf
 
 HubFabric::~HubFabric() = default;
 
-AddressAllocationUnit& HubFabric::aau(int g) { return nodes_.at(static_cast<size_t>(g))->ingress.aau(); }
+AddressAllocationUnit& HubFabric::aau(int g) { return nodes_.at(g)->ingress.aau(); }
 
 void HubFabric::flush(int g) {
-  if (auto* r = nodes_.at(static_cast<size_t>(g))->sm.rpm()) r->flush();
+  if (auto* r = nodes_.at(g)->sm.rpm()) r->flush();
 }
 
 const CounterTable<EgressCounters>& EgressCounters::table() {

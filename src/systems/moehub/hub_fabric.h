@@ -32,6 +32,7 @@
 #include "hub/rowsp_registry.h"
 #include "hub/runtime_packet_manager.h"
 #include "net/packet.h"
+#include "sim/per_gpu.h"
 #include "sim/slab.h"
 
 namespace moehub {
@@ -124,7 +125,7 @@ class HubFabric {
   HubFabricConfig cfg_;
   HubListener& listener_;
   RowspRegistry registry_;
-  std::vector<std::unique_ptr<Node>> nodes_;
+  PerGpu<std::unique_ptr<Node>> nodes_;
 };
 
 }  // namespace moehub

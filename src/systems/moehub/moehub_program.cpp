@@ -54,16 +54,16 @@ void MoeHubSystemImpl::allocate_regions(int g) {
   for (const int32_t e : w.placement().local_experts(g)) {
     HubRegion r;
     r.expert = e;
-    r.base = HubAddressMap::kRegionBase + gpus_[static_cast<size_t>(g)].regions.size() * stride;
+    r.base = HubAddressMap::kRegionBase + gpus_[g].regions.size() * stride;
     r.id = fabric_->registry().rowsp_malloc(static_cast<uint32_t>(g), r.base, row_size_, capacity_);
     region_of_expert_[static_cast<size_t>(e)] = r.id;
-    gpus_[static_cast<size_t>(g)].regions.push_back(std::move(r));
+    gpus_[g].regions.push_back(std::move(r));
   }
 }
 
 void MoeHubSystemImpl::launch_layer(int g) {
   Cluster& c = *cluster_;
-  HubGpu& h = gpus_[static_cast<size_t>(g)];
+  HubGpu& h = gpus_[g];
   gpu::Stream& s = c.stream(g);
   const ModelShape& m = c.model();
   const auto tokens = static_cast<uint64_t>(c.workload().tokens().count(g));
@@ -150,7 +150,7 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::routing_program(int g, uint
       return st_rowsp(fabric_->registry(), RowspStore{id, row, row_bytes_, p_.metadata_bytes, true});
     }
     const int64_t r = s - (hi - lo) * per_token;  // the row-count stores, by the last block only
-    if (r == 0 && ++gpus_[static_cast<size_t>(g)].routing_finished < grid) return gpu::Step::done();
+    if (r == 0 && ++gpus_[g].routing_finished < grid) return gpu::Step::done();
     if (r >= static_cast<int64_t>(consumers.size())) return gpu::Step::done();
     const int dst = consumers[static_cast<size_t>(r)];
     const uint64_t bytes = kCountBytes * c.workload().placement().local_experts(dst).size();
@@ -160,14 +160,14 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::routing_program(int g, uint
 
 // GEMM1 over the region capacity, M-tile-major across local experts (block -> m, expert, n).
 std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::gemm1_program(int g) {
-  const size_t experts = gpus_[static_cast<size_t>(g)].regions.size();
+  const size_t experts = gpus_[g].regions.size();
   // Capacity-sized grid; the M-tiles beyond each expert's rows are retired unrun (DAM) or find
   // nothing to do, so the weights are shared among the tiles that run.
   const gpu::GemmModel model =
       kernels_->gemm1_model(std::vector<uint64_t>(experts, capacity_), kernels_->local_expert_rows(g));
   return std::make_shared<gpu::FunctionProgram>([this, g, experts, model](gpu::BlockState& b) {
     const uint64_t m = b.block / (experts * tiles_n1_), li = b.block / tiles_n1_ % experts, n = b.block % tiles_n1_;
-    HubRegion& r = gpus_[static_cast<size_t>(g)].regions[li];
+    HubRegion& r = gpus_[g].regions[li];
     if (b.step == 0) {
       if (v_.dam) return gpu::Step::gate();
       return gpu::Step::wait(r.data_flag[m], static_cast<int64_t>(bm_ * row_bytes_), gpu::WaitMode::Poll);
@@ -189,7 +189,7 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::gemm1_program(int g) {
 gpu::GemmHooks MoeHubSystemImpl::gemm2_hooks(int g) {
   gpu::GemmHooks hooks;
   hooks.before = [this, g](const gpu::GemmTile& t) -> std::optional<gpu::Step> {
-    const HubRegion& r = gpus_[static_cast<size_t>(g)].regions[t.group];
+    const HubRegion& r = gpus_[g].regions[t.group];
     return gpu::Step::wait(r.meta_flag[t.tile_row], static_cast<int64_t>(t.rows * p_.metadata_bytes),
                            v_.dam ? gpu::WaitMode::Hardware : gpu::WaitMode::Poll);
   };
@@ -200,7 +200,7 @@ gpu::GemmHooks MoeHubSystemImpl::gemm2_hooks(int g) {
       if (!c.phases(g).combine_start) c.phases(g).combine_start = c.sim().now();
     }
     if (i >= t.rows) return gpu::Step::done();
-    const int64_t source = gpus_[static_cast<size_t>(g)].regions[t.group].source[t.tile_row * bm_ + i];
+    const int64_t source = gpus_[g].regions[t.group].source[t.tile_row * bm_ + i];
     if (source < 0) throw std::logic_error(fmt::format("GPU {}: GEMM2 read a metadata column that has not landed", g));
     const int64_t k = c.model().top_k(), token = source / k;
     const auto src = static_cast<int>(c.workload().tokens().gpu_of_token(token));
@@ -217,7 +217,7 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::scaling_program(int g, uint
   (void)groups;
   return std::make_shared<gpu::FunctionProgram>([this, g](gpu::BlockState& b) {
     Cluster& c = *cluster_;
-    const HubGpu& h = gpus_[static_cast<size_t>(g)];
+    const HubGpu& h = gpus_[g];
     const int64_t k = c.model().top_k(), tokens = c.workload().tokens().count(g);
     const int64_t lo = static_cast<int64_t>(b.block) * h.tokens_per_group;
     const int64_t hi = std::min<int64_t>(tokens, lo + h.tokens_per_group);

@@ -127,7 +127,7 @@ class MoeHubSystemImpl final : public MoeSystem, public HubListener {
   Cluster* cluster_ = nullptr;
   std::unique_ptr<HubFabric> fabric_;
   std::unique_ptr<SharedKernels> kernels_;
-  std::vector<HubGpu> gpus_;
+  PerGpu<HubGpu> gpus_;
   std::vector<MallocId> region_of_expert_;
   uint64_t capacity_ = 0, tiles_m_ = 0, tiles_n1_ = 0, row_bytes_ = 0, row_size_ = 0;
   uint64_t tiles_per_group_ = 1, groups_per_region_ = 0;  // GEMM1 M-tiles per DAM group

@@ -161,7 +161,7 @@ void MoeHubSystemImpl::build(Cluster& cluster) {
       cluster, hub_, HubFabricConfig{v_.rpm, p_.dispatch_transaction_bytes, p_.epilogue_transaction_bytes}, *this);
   kernels_ = std::make_unique<SharedKernels>(cluster);
   region_of_expert_.assign(static_cast<size_t>(m.experts()), MallocId{});
-  gpus_.resize(static_cast<size_t>(n));
+  gpus_.resize(n);
   if (FunctionalData* fd = cluster.functional()) {
     combine_payload_.assign(static_cast<size_t>(w.routing().rows()), {});
     (void)fd;
@@ -172,7 +172,7 @@ void MoeHubSystemImpl::build(Cluster& cluster) {
 // contexts the compiler programs from the GEMM1 and scaling tilings, functional buffers.
 void MoeHubSystemImpl::prepare_gpu(int g) {
   Cluster& c = *cluster_;
-  HubGpu& h = gpus_[static_cast<size_t>(g)];
+  HubGpu& h = gpus_[g];
   const int64_t tokens = c.workload().tokens().count(g);
   const int64_t k = c.model().top_k();
   FunctionalData* fd = c.functional();
@@ -203,7 +203,7 @@ void MoeHubSystemImpl::prepare_gpu(int g) {
     }
     // The scaling kernel's own context: its groups are token ranges of the combine slots.
     h.dam_scaling = std::make_unique<DataAvailabilityManager>(c.sim(), hub_.dam, [this, g](const DamSignal& s) {
-      HubGpu& hg = gpus_[static_cast<size_t>(g)];
+      HubGpu& hg = gpus_[g];
       if (s.kind == DamSignalKind::Retired) cluster_->gpu(g).retire(hg.scaling, s.group);
       else cluster_->gpu(g).release(hg.scaling, s.group);
       ++dam_blocks_;
@@ -225,7 +225,7 @@ void MoeHubSystemImpl::prepare_gpu(int g) {
 }
 
 void MoeHubSystemImpl::on_gemm1_signal(int g, const DamSignal& s) {
-  HubGpu& h = gpus_[static_cast<size_t>(g)];
+  HubGpu& h = gpus_[g];
   const uint64_t li = s.group / groups_per_region_, first = s.group % groups_per_region_ * tiles_per_group_;
   const uint64_t experts = h.regions.size();
   for (uint64_t m = first; m < std::min(tiles_m_, first + tiles_per_group_); ++m) {
@@ -240,7 +240,7 @@ void MoeHubSystemImpl::on_gemm1_signal(int g, const DamSignal& s) {
 
 void MoeHubSystemImpl::on_landed(int g, const LandedWrite& w) {
   Cluster& c = *cluster_;
-  HubGpu& h = gpus_[static_cast<size_t>(g)];
+  HubGpu& h = gpus_[g];
   FunctionalData* fd = c.functional();
   const int64_t k = c.model().top_k();
   if (w.rowsp) {
@@ -308,7 +308,7 @@ void MoeHubSystemImpl::on_landed(int g, const LandedWrite& w) {
 // Every expected data byte has landed. Polling consumers learn it from an all-arrived flag read
 // with their tile counter (bumped here to their threshold, so the loop exits and reads the count).
 void MoeHubSystemImpl::check_all_arrived(int g) {
-  HubGpu& h = gpus_[static_cast<size_t>(g)];
+  HubGpu& h = gpus_[g];
   if (h.all_arrived || !h.reports_in) return;
   for (const HubRegion& r : h.regions) {
     if (r.data_landed < r.expected_rows * row_bytes_) return;
@@ -323,7 +323,7 @@ void MoeHubSystemImpl::check_all_arrived(int g) {
 
 // Valid rows of M-tile m: a full tile until the count is known (all arrived / AllReady).
 uint64_t MoeHubSystemImpl::tile_rows(int g, size_t li, uint64_t m) const {
-  const HubGpu& h = gpus_[static_cast<size_t>(g)];
+  const HubGpu& h = gpus_[g];
   const bool known = v_.dam ? h.dam_gemm1->all_ready_time().has_value() : h.all_arrived;
   if (!known) return bm_;
   const uint64_t total = h.regions[li].expected_rows;
@@ -331,14 +331,14 @@ uint64_t MoeHubSystemImpl::tile_rows(int g, size_t li, uint64_t m) const {
 }
 
 void MoeHubSystemImpl::begin_work(int g, bool scaling) {
-  HubGpu& h = gpus_[static_cast<size_t>(g)];
+  HubGpu& h = gpus_[g];
   uint32_t& n = scaling ? h.scaling_blocks : h.computing;
   if (n++ == 0) (scaling ? h.scaling_since : h.computing_since) = cluster_->sim().now();
   if (!scaling && !h.first_tile) h.first_tile = cluster_->sim().now();
 }
 
 void MoeHubSystemImpl::end_work(int g, bool scaling) {
-  HubGpu& h = gpus_[static_cast<size_t>(g)];
+  HubGpu& h = gpus_[g];
   uint32_t& n = scaling ? h.scaling_blocks : h.computing;
   if (--n == 0) {
     cluster_->log(g, scaling ? Activity::Scaling : Activity::ExpertCompute, scaling ? h.scaling_since : h.computing_since,
@@ -348,7 +348,7 @@ void MoeHubSystemImpl::end_work(int g, bool scaling) {
 
 void MoeHubSystemImpl::functional_gemm1(int g, size_t li, uint64_t m) {
   FunctionalData* fd = cluster_->functional();
-  HubRegion& r = gpus_[static_cast<size_t>(g)].regions[li];
+  HubRegion& r = gpus_[g].regions[li];
   if (!fd || r.gemm1_done[m]) return;
   r.gemm1_done[m] = 1;
   std::vector<float> act(static_cast<size_t>(fd->ffn()));
@@ -360,7 +360,7 @@ void MoeHubSystemImpl::functional_gemm1(int g, size_t li, uint64_t m) {
 
 void MoeHubSystemImpl::functional_gemm2(int g, size_t li, uint64_t m, uint64_t rows) {
   FunctionalData* fd = cluster_->functional();
-  HubRegion& r = gpus_[static_cast<size_t>(g)].regions[li];
+  HubRegion& r = gpus_[g].regions[li];
   if (!fd || r.gemm2_done[m]) return;
   r.gemm2_done[m] = 1;
   for (uint64_t lr = m * bm_; lr < m * bm_ + rows; ++lr) {
@@ -377,7 +377,7 @@ void MoeHubSystemImpl::functional_gemm2(int g, size_t li, uint64_t m, uint64_t r
 void MoeHubSystemImpl::functional_scaling(int g, int64_t first, int64_t last) {
   FunctionalData* fd = cluster_->functional();
   if (!fd) return;
-  HubGpu& h = gpus_[static_cast<size_t>(g)];
+  HubGpu& h = gpus_[g];
   const Routing& routing = cluster_->workload().routing();
   const int64_t k = routing.top_k(), begin = cluster_->workload().tokens().begin(g);
   for (int64_t t = first; t < last; ++t) {
@@ -392,7 +392,7 @@ std::vector<std::string> MoeHubSystemImpl::conservation_violations(Cluster& clus
   for (int g = 0; g < cluster.gpus(); ++g) placed += fabric_->aau(g).counters().rows_allocated;
   const auto rows = static_cast<uint64_t>(cluster.workload().routing().rows());
   if (placed != rows) v.push_back(fmt::format("{} rows placed by the AAUs for {} routed rows", placed, rows));
-  for (size_t g = 0; g < gpus_.size(); ++g) {
+  for (int g = 0; g < gpus_.size(); ++g) {
     for (const auto* dam : {gpus_[g].dam_gemm1.get(), gpus_[g].dam_scaling.get()}) {
       if (dam && !dam->every_group_signalled_once()) v.push_back(fmt::format("a DAM group of GPU {} was not signalled exactly once", g));
     }

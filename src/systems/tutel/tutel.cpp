@@ -130,18 +130,17 @@ class TutelSystem final : public MoeSystem {
 
     // Equal splits: every GPU sends each GPU that GPU's experts' chunk, padding included.
     const uint64_t row = m.row_bytes();
-    std::vector<std::vector<uint64_t>> bytes(u(n_), std::vector<uint64_t>(u(n_), 0));
+    PerPair<uint64_t> bytes(n_);
     for (int s = 0; s < n_; ++s) {
-      for (int d = 0; d < n_; ++d) bytes[u(s)][u(d)] = u(local(d)) * u(chunk_) * row;
+      for (int d = 0; d < n_; ++d) bytes(s, d) = u(local(d)) * u(chunk_) * row;
     }
     for (int i = 0; i < degree_; ++i) {
       scatter_.push_back(std::make_unique<NcclGroupCall>(c, fmt::format("tutel_a2a_scatter_{}", i), bytes, cfg_.nccl));
-      gather_.push_back(std::make_unique<NcclGroupCall>(c, fmt::format("tutel_a2a_gather_{}", i), transpose(bytes), cfg_.nccl));
+      gather_.push_back(std::make_unique<NcclGroupCall>(c, fmt::format("tutel_a2a_gather_{}", i), bytes.transposed(), cfg_.nccl));
     }
     if (cfg_.capacity_factor <= 0) {
       // simple_all_reduce(MAX) of one int32, modelled as each GPU sending it to every GPU.
-      std::vector<std::vector<uint64_t>> b(u(n_), std::vector<uint64_t>(u(n_), kIndexBytes));
-      capacity_reduce_ = std::make_unique<NcclGroupCall>(c, "tutel_capacity_allreduce", b, cfg_.nccl);
+      capacity_reduce_ = std::make_unique<NcclGroupCall>(c, "tutel_capacity_allreduce", PerPair<uint64_t>(n_, kIndexBytes), cfg_.nccl);
     }
     if (c.functional()) setup_functional();
     for (int g = 0; g < n_; ++g) issue(g);
@@ -169,14 +168,6 @@ class TutelSystem final : public MoeSystem {
 
  private:
   int local(int g) const { return static_cast<int>(cluster_->workload().placement().local_experts(g).size()); }
-
-  static std::vector<std::vector<uint64_t>> transpose(const std::vector<std::vector<uint64_t>>& m) {
-    std::vector<std::vector<uint64_t>> t(m.size(), std::vector<uint64_t>(m.size(), 0));
-    for (size_t a = 0; a < m.size(); ++a) {
-      for (size_t b = 0; b < m.size(); ++b) t[b][a] = m[a][b];
-    }
-    return t;
-  }
 
   // GPU g's host program, in Tutel's issue order. Tutel runs from Python: every op pays the
   // framework op cost (c.op).
@@ -329,7 +320,7 @@ class TutelSystem final : public MoeSystem {
     }
   }
 
-  Buffers* buf(int g) { return cluster_->functional() ? &buffers_[u(g)] : nullptr; }
+  Buffers* buf(int g) { return cluster_->functional() ? &buffers_[g] : nullptr; }
   int64_t chunk_slot(int i, int64_t c) const { return i * chunk_ + c; }
 
   void functional_zero(int g) {
@@ -357,8 +348,8 @@ class TutelSystem final : public MoeSystem {
     for (size_t l = 0; l < experts.size(); ++l) {
       for (int64_t c = 0; c < chunk_; ++c) {
         const int64_t slot = chunk_slot(i, c);
-        const float* row = buffers_[u(s)].disp.read(experts[l] * capacity_ + slot, fd);
-        if (deliver) buffers_[u(d)].recv.write((s * int64_t{local(d)} + static_cast<int64_t>(l)) * capacity_ + slot, row);
+        const float* row = buffers_[s].disp.read(experts[l] * capacity_ + slot, fd);
+        if (deliver) buffers_[d].recv.write((s * int64_t{local(d)} + static_cast<int64_t>(l)) * capacity_ + slot, row);
       }
     }
   }
@@ -370,8 +361,8 @@ class TutelSystem final : public MoeSystem {
     for (size_t l = 0; l < experts.size(); ++l) {
       for (int64_t c = 0; c < chunk_; ++c) {
         const int64_t slot = chunk_slot(i, c);
-        const float* row = buffers_[u(s)].ysend.read((d * int64_t{local(s)} + static_cast<int64_t>(l)) * capacity_ + slot, fd);
-        if (deliver) buffers_[u(d)].comb.write(experts[l] * capacity_ + slot, row);
+        const float* row = buffers_[s].ysend.read((d * int64_t{local(s)} + static_cast<int64_t>(l)) * capacity_ + slot, fd);
+        if (deliver) buffers_[d].comb.write(experts[l] * capacity_ + slot, row);
       }
     }
   }
@@ -411,7 +402,7 @@ class TutelSystem final : public MoeSystem {
     hooks.before = [this, g, i, width, row](const gpu::GemmTile& tile) -> std::optional<gpu::Step> {
       if (tile.tile_col != 0) return std::nullopt;
       FunctionalData& fd = *cluster_->functional();
-      Buffers& b = buffers_[u(g)];
+      Buffers& b = buffers_[g];
       const int64_t expert = cluster_->workload().placement().local_experts(g)[tile.group];
       const int64_t bm = static_cast<int64_t>(cluster_->gpu_config().gemm_tile.m);
       std::vector<float> out(u((fd.*width)()));
@@ -461,7 +452,7 @@ class TutelSystem final : public MoeSystem {
   std::unique_ptr<TutelSlots> slots_;
   std::vector<std::unique_ptr<NcclGroupCall>> scatter_, gather_;
   std::unique_ptr<NcclGroupCall> capacity_reduce_;
-  std::vector<Buffers> buffers_;
+  PerGpu<Buffers> buffers_;
 };
 
 
