@@ -94,8 +94,8 @@ int bench_net(const CliContext& ctx, BenchNetOptions& o) {
     // (n - 1) / n of it to its successor through NCCL's chunked slots. Reduction: the step-to-step
     // forwarding dependency is left out (it adds n - 1 chunk latencies, microseconds against the
     // large sizes this pattern is for), so achieved_GBps is nccl-tests' busbw.
-    std::vector<std::vector<uint64_t>> m(static_cast<size_t>(gpus), std::vector<uint64_t>(static_cast<size_t>(gpus), 0));
-    for (int g = 0; g < gpus; ++g) m[static_cast<size_t>(g)][static_cast<size_t>((g + 1) % gpus)] = per_sender;
+    PerPair<uint64_t> m(gpus, 0);
+    for (int g = 0; g < gpus; ++g) m(g, (g + 1) % gpus) = per_sender;
     a2a.start(std::move(m), 0, done);
   } else {
     a2a.start(AllToAll::uniform(gpus, bytes), 0, done);
