@@ -30,19 +30,20 @@ inline void add_row(std::span<float> out, const float* row, float weight = 1.0f)
 }
 
 // The k-row combine: `out` (its size kept) becomes the sum over i in [0, count), in that order,
-// of weight_of(i) * row_of(i); a null row (a dropped slot) adds nothing.
-template <class RowOf, class WeightOf>
-void sum_rows(std::vector<float>& out, int64_t count, RowOf&& row_of, WeightOf&& weight_of) {
+// of weight_of(i) * row_of(i); a null row (a dropped slot) adds nothing. `count` is a slot
+// count (int64_t) or the size of a list of rows (size_t), and i has its type.
+template <class Index, class RowOf, class WeightOf>
+void sum_rows(std::vector<float>& out, Index count, RowOf&& row_of, WeightOf&& weight_of) {
   std::fill(out.begin(), out.end(), 0.0f);
-  for (int64_t i = 0; i < count; ++i) {
+  for (Index i = 0; i < count; ++i) {
     const float* y = row_of(i);
     if (y) add_row(out, y, weight_of(i));
   }
 }
 // The same with every weight 1: a plain sum (probs applied earlier, or partial sums).
-template <class RowOf>
-void sum_rows(std::vector<float>& out, int64_t count, RowOf&& row_of) {
-  sum_rows(out, count, row_of, [](int64_t) { return 1.0f; });
+template <class Index, class RowOf>
+void sum_rows(std::vector<float>& out, Index count, RowOf&& row_of) {
+  sum_rows(out, count, row_of, [](Index) { return 1.0f; });
 }
 
 // A row-major buffer in one GPU's memory, with a written flag per row.

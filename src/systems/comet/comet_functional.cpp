@@ -43,9 +43,8 @@ class CometRows final : public CometFunctional {
   void partial(int g, const CometCombineToken& tok, uint64_t code) override {
     std::vector<float> sum(static_cast<size_t>(fd_.hidden()));
     const RowBuffer& inter = bufs_[g].inter;
-    sum_rows(sum, static_cast<int64_t>(tok.rows.size()),
-             [&](int64_t i) { return inter.read(static_cast<int64_t>(tok.rows[static_cast<size_t>(i)].first), fd_); },
-             [&](int64_t i) { return tok.rows[static_cast<size_t>(i)].second; });
+    sum_rows(sum, tok.rows.size(), [&](size_t i) { return inter.read(static_cast<int64_t>(tok.rows[i].first), fd_); },
+             [&](size_t i) { return tok.rows[i].second; });
     bufs_[tok.owner].partial_in_flight[code] = std::move(sum);
   }
 
@@ -69,9 +68,7 @@ class CometRows final : public CometFunctional {
     std::vector<float> out(static_cast<size_t>(fd_.hidden()));
     for (int64_t t = w_.tokens().begin(g); t < w_.tokens().end(g); ++t) {
       const std::vector<int>& sources = plan_.sources_of_token(t);
-      sum_rows(out, static_cast<int64_t>(sources.size()), [&](int64_t i) {
-        return partials.read(sources[static_cast<size_t>(i)] * count + (t - w_.tokens().begin(g)), fd_);
-      });
+      sum_rows(out, sources.size(), [&](size_t i) { return partials.read(sources[i] * count + (t - w_.tokens().begin(g)), fd_); });
       fd_.set_output_row(t, out.data());
     }
   }

@@ -53,7 +53,7 @@ class DeepEpRows final : public DeepEpFunctional {
     const std::vector<std::vector<int64_t>>& rows = rows_of_recv_[g];
     for (size_t u = 0; u < rows.size(); ++u) {
       const std::vector<int64_t>& mine = rows[u];
-      sum_rows(sum, static_cast<int64_t>(mine.size()), [&](int64_t j) { return b.y.read(mine[static_cast<size_t>(j)], fd_); });
+      sum_rows(sum, mine.size(), [&](size_t j) { return b.y.read(mine[j], fd_); });
       b.local_sum.write(static_cast<int64_t>(u), sum.data());
     }
   }

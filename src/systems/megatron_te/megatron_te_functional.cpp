@@ -72,7 +72,7 @@ class MegatronTeRows final : public MegatronTeFunctional {
     const std::vector<std::vector<int64_t>>& rows = rows_of_token_[g];
     for (size_t t = 0; t < rows.size(); ++t) {
       const std::vector<int64_t>& mine = rows[t];
-      sum_rows(out, static_cast<int64_t>(mine.size()), [&](int64_t j) { return bufs_[g].back.read(mine[static_cast<size_t>(j)], fd_); });
+      sum_rows(out, mine.size(), [&](size_t j) { return bufs_[g].back.read(mine[j], fd_); });
       fd_.set_output_row(w_.tokens().begin(g) + static_cast<int64_t>(t), out.data());
     }
   }
