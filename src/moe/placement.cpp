@@ -34,15 +34,16 @@ int64_t TokenPartition::gpu_of_token(int64_t token) const {
 }
 
 std::vector<int64_t> TokenPartition::counts() const {
-  std::vector<int64_t> out(static_cast<size_t>(gpus_));
-  for (int64_t g = 0; g < gpus_; ++g) out[static_cast<size_t>(g)] = count(g);
+  std::vector<int64_t> out;
+  for (int64_t g = 0; g < gpus_; ++g) out.push_back(count(g));
   return out;
 }
 
+// GPU ids are int wherever data is held per GPU (sim/per_gpu.h); the workload counts them in int64_t.
 ExpertPlacement::ExpertPlacement(std::vector<int32_t> gpu_of, int64_t gpus)
-    : gpu_of_(std::move(gpu_of)), local_(static_cast<size_t>(gpus)), local_index_(gpu_of_.size()) {
+    : gpu_of_(std::move(gpu_of)), local_(static_cast<int>(gpus)), local_index_(gpu_of_.size()) {
   for (size_t e = 0; e < gpu_of_.size(); ++e) {
-    auto& list = local_[static_cast<size_t>(gpu_of_[e])];
+    auto& list = local_[gpu_of_[e]];
     local_index_[e] = static_cast<int32_t>(list.size());
     list.push_back(static_cast<int32_t>(e));
   }
@@ -84,21 +85,21 @@ ExpertPlacement ExpertPlacement::from_map_or_contiguous(const std::vector<int64_
 }
 
 DispatchPlan::DispatchPlan(const Routing& routing, const TokenPartition& tokens, const ExpertPlacement& experts)
-    : gpus_(tokens.gpus()), experts_(routing.experts()) {
+    : gpus_(static_cast<int>(tokens.gpus())), experts_(routing.experts()) {
   if (routing.tokens() != tokens.tokens() || experts.experts() != routing.experts() || experts.gpus() != gpus_) {
     throw std::logic_error("DispatchPlan: routing, token partition and placement disagree on the shape");
   }
-  rows_.assign(static_cast<size_t>(gpus_ * gpus_), 0);
+  rows_ = PerPair<int64_t>(gpus_, 0);
   to_expert_.assign(static_cast<size_t>(gpus_ * experts_), 0);
   expert_rows_.resize(static_cast<size_t>(experts_));
   const std::vector<int64_t> load = routing.tokens_per_expert();
   for (int64_t e = 0; e < experts_; ++e) expert_rows_[static_cast<size_t>(e)].reserve(static_cast<size_t>(load[static_cast<size_t>(e)]));
-  for (int64_t g = 0; g < gpus_; ++g) {
+  for (int g = 0; g < gpus_; ++g) {
     for (int64_t t = tokens.begin(g); t < tokens.end(g); ++t) {
       for (int64_t j = 0; j < routing.top_k(); ++j) {
         const int32_t e = routing.expert(t, j);
         if (e < 0) throw std::logic_error("DispatchPlan: routing has an unset slot");
-        ++rows_[static_cast<size_t>(g * gpus_ + experts.gpu_of_expert(e))];
+        ++rows_(g, experts.gpu_of_expert(e));
         ++to_expert_[static_cast<size_t>(g * experts_ + e)];
         expert_rows_[static_cast<size_t>(e)].push_back(RowRef{t, static_cast<int32_t>(j)});
       }
@@ -106,22 +107,22 @@ DispatchPlan::DispatchPlan(const Routing& routing, const TokenPartition& tokens,
   }
 }
 
-int64_t DispatchPlan::rows_into(int64_t dst) const {
+int64_t DispatchPlan::rows_into(int dst) const {
   int64_t sum = 0;
-  for (int64_t s = 0; s < gpus_; ++s) sum += rows(s, dst);
+  for (int s = 0; s < gpus_; ++s) sum += rows(s, dst);
   return sum;
 }
 
-int64_t DispatchPlan::rows_from(int64_t src) const {
+int64_t DispatchPlan::rows_from(int src) const {
   int64_t sum = 0;
-  for (int64_t d = 0; d < gpus_; ++d) sum += rows(src, d);
+  for (int d = 0; d < gpus_; ++d) sum += rows(src, d);
   return sum;
 }
 
 int64_t DispatchPlan::remote_rows() const {
   int64_t sum = 0;
-  for (int64_t s = 0; s < gpus_; ++s) {
-    for (int64_t d = 0; d < gpus_; ++d) {
+  for (int s = 0; s < gpus_; ++s) {
+    for (int d = 0; d < gpus_; ++d) {
       if (s != d) sum += rows(s, d);
     }
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "moe/routing.h"
+#include "sim/per_gpu.h"
 
 namespace moehub {
 
@@ -43,10 +44,10 @@ class ExpertPlacement {
   static ExpertPlacement from_map_or_contiguous(const std::vector<int64_t>& map, int64_t experts, int64_t gpus);
 
   int64_t experts() const { return static_cast<int64_t>(gpu_of_.size()); }
-  int64_t gpus() const { return static_cast<int64_t>(local_.size()); }
+  int64_t gpus() const { return local_.size(); }
   int32_t gpu_of_expert(int64_t expert) const { return gpu_of_.at(static_cast<size_t>(expert)); }
   // Experts on a GPU, ascending; an expert's local index is its position here.
-  const std::vector<int32_t>& local_experts(int64_t gpu) const { return local_.at(static_cast<size_t>(gpu)); }
+  const std::vector<int32_t>& local_experts(int gpu) const { return local_.at(gpu); }
   int32_t local_index(int64_t expert) const { return local_index_.at(static_cast<size_t>(expert)); }
   const std::vector<int32_t>& map() const { return gpu_of_; }
 
@@ -54,7 +55,7 @@ class ExpertPlacement {
   ExpertPlacement(std::vector<int32_t> gpu_of, int64_t gpus);
 
   std::vector<int32_t> gpu_of_;
-  std::vector<std::vector<int32_t>> local_;
+  PerGpu<std::vector<int32_t>> local_;
   std::vector<int32_t> local_index_;
 };
 
@@ -70,24 +71,25 @@ class DispatchPlan {
  public:
   DispatchPlan(const Routing& routing, const TokenPartition& tokens, const ExpertPlacement& experts);
 
-  int64_t gpus() const { return gpus_; }
+  int gpus() const { return gpus_; }
   int64_t experts() const { return experts_; }
   // Rows from GPU src (its tokens) to GPU dst (its experts); src == dst are local rows.
-  int64_t rows(int64_t src, int64_t dst) const { return rows_.at(static_cast<size_t>(src * gpus_ + dst)); }
+  int64_t rows(int src, int dst) const { return rows_(src, dst); }
   // Rows from GPU src to expert e: the split sizes of an all-to-all.
   int64_t rows_to_expert(int64_t src, int64_t expert) const {
     return to_expert_.at(static_cast<size_t>(src * experts_ + expert));
   }
-  int64_t rows_into(int64_t dst) const;  // all rows GPU dst's experts receive
-  int64_t rows_from(int64_t src) const;  // all rows GPU src's tokens send
+  int64_t rows_into(int dst) const;  // all rows GPU dst's experts receive
+  int64_t rows_from(int src) const;  // all rows GPU src's tokens send
   int64_t remote_rows() const;           // rows with src != dst
   double remote_fraction() const;        // remote_rows / all rows (0 when there are none)
   // Every row of expert e, ordered by token then slot (independent of arrival order).
   const std::vector<RowRef>& expert_rows(int64_t expert) const { return expert_rows_.at(static_cast<size_t>(expert)); }
 
  private:
-  int64_t gpus_, experts_;
-  std::vector<int64_t> rows_;
+  int gpus_;
+  int64_t experts_;
+  PerPair<int64_t> rows_;
   std::vector<int64_t> to_expert_;
   std::vector<std::vector<RowRef>> expert_rows_;
 };

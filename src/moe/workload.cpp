@@ -84,12 +84,12 @@ nlohmann::json Workload::summary() const {
   j["tokens_per_expert"] = per_expert;
   j["max_tokens_per_expert"] = *std::max_element(per_expert.begin(), per_expert.end());
   j["tokens_per_gpu"] = tokens_.counts();
-  std::vector<int64_t> into(static_cast<size_t>(tokens_.gpus()));
+  std::vector<int64_t> into;
   nlohmann::json matrix = nlohmann::json::array();
-  for (int64_t s = 0; s < tokens_.gpus(); ++s) {
-    into[static_cast<size_t>(s)] = plan_.rows_into(s);
-    std::vector<int64_t> row(static_cast<size_t>(tokens_.gpus()));
-    for (int64_t d = 0; d < tokens_.gpus(); ++d) row[static_cast<size_t>(d)] = plan_.rows(s, d);
+  for (int s = 0; s < plan_.gpus(); ++s) {
+    into.push_back(plan_.rows_into(s));
+    std::vector<int64_t> row;
+    for (int d = 0; d < plan_.gpus(); ++d) row.push_back(plan_.rows(s, d));
     matrix.push_back(row);
   }
   j["rows_into_gpu"] = into;

@@ -34,6 +34,7 @@ FunctionalData::FunctionalData(const Workload& workload, uint64_t seed)
   expected_ = layer_.forward(input_, workload.routing());
   output_.assign(expected_.size(), 0.0f);
   output_written_.assign(static_cast<size_t>(tokens_), 0);
+  combined_.assign(static_cast<size_t>(hidden_), 0.0f);
 }
 
 void FunctionalData::set_output_row(int64_t token, const float* row) {
@@ -80,6 +81,53 @@ nlohmann::json FunctionalData::report() const {
           {"ordering_violations", violations_},
           {"dropped_rows", dropped_rows_},
           {"errors", errors_}};
+}
+
+void copy_rows(FunctionalData& fd, const RowBuffer& from, int64_t from_first, RowBuffer& to, int64_t to_first, int64_t count) {
+  move_rows(fd, from, [&](int64_t i) { return from_first + i; }, to, [&](int64_t i) { return to_first + i; }, count);
+}
+
+void gather_rows(FunctionalData& fd, const RowBuffer& from, const std::vector<int64_t>& index, RowBuffer& to) {
+  move_rows(fd, from, [&](int64_t i) { return index[static_cast<size_t>(i)]; }, to, [](int64_t i) { return i; },
+            static_cast<int64_t>(index.size()));
+}
+
+void scatter_rows(FunctionalData& fd, const RowBuffer& from, const std::vector<int64_t>& index, RowBuffer& to) {
+  move_rows(fd, from, [](int64_t i) { return i; }, to, [&](int64_t i) { return index[static_cast<size_t>(i)]; },
+            static_cast<int64_t>(index.size()));
+}
+
+void load_input_rows(FunctionalData& fd, int64_t first_token, int64_t count, RowBuffer& to, int64_t copies) {
+  for (int64_t t = 0; t < count; ++t) {
+    for (int64_t j = 0; j < copies; ++j) to.write(t * copies + j, fd.input_row(first_token + t));
+  }
+}
+
+void expert_row(FunctionalData& fd, ExpertGemm gemm, int64_t expert, const float* in, float* out) {
+  if (gemm == ExpertGemm::First) {
+    fd.layer().expert_hidden(expert, in, out);
+  } else {
+    fd.layer().expert_output(expert, in, out);
+  }
+}
+
+void expert_runs(FunctionalData& fd, ExpertGemm gemm, const std::vector<int32_t>& experts,
+                 const std::vector<uint64_t>& rows_per, const RowBuffer& from, RowBuffer& to) {
+  int64_t first = 0;
+  for (size_t i = 0; i < experts.size(); ++i) {
+    const int64_t count = static_cast<int64_t>(rows_per[i]);
+    expert_rows(fd, gemm, experts[i], from, to, first, count);
+    first += count;
+  }
+}
+
+gpu::GemmHooks tile_row_hooks(std::function<void(const gpu::GemmTile&)> compute) {
+  gpu::GemmHooks hooks;
+  hooks.before = [compute = std::move(compute)](const gpu::GemmTile& tile) -> std::optional<gpu::Step> {
+    if (tile.tile_col == 0) compute(tile);
+    return std::nullopt;
+  };
+  return hooks;
 }
 
 }  // namespace moehub

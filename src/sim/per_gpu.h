@@ -98,6 +98,10 @@ class PerPair {
     return t;
   }
 
+  // Every value, row by row (source-major).
+  typename std::vector<T>::const_iterator begin() const { return items_.begin(); }
+  typename std::vector<T>::const_iterator end() const { return items_.end(); }
+
   bool operator==(const PerPair&) const = default;
 
  private:

@@ -22,6 +22,7 @@
 #include <unordered_map>
 
 #include "gpu/memory_kernel.h"
+#include "systems/ccfuser/ccfuser_functional.h"
 #include "systems/ccfuser/ccfuser_plan.h"
 #include "platform/moe_system.h"
 #include "platform/overlap_common.h"
@@ -44,6 +45,7 @@ class CcfuserSystem final : public MoeSystem {
     remote_ = std::make_unique<RemoteMemory>(cluster);
     remote_->on_write([this](int g, uint64_t code, uint64_t bytes) { result_bytes_in(g, code, bytes); });
     plan_ = std::make_unique<CcfuserPlan>(cluster, p_);
+    fn_ = CcfuserFunctional::make(cluster, *plan_, p_);
     const int n = cluster.gpus();
     counts_ = std::make_unique<StreamCollective>(
         cluster, "nccl_allgather_counts",
@@ -92,12 +94,10 @@ class CcfuserSystem final : public MoeSystem {
     std::vector<gpu::SignalId> ready;  // per block: fetched
     gpu::SignalId combine_in = 0;
     std::unordered_map<uint64_t, uint64_t> result_arrived;  // by block code
-    std::unordered_map<uint64_t, std::vector<std::vector<float>>> results_in_flight;
     uint64_t fetches_left = 0;
     std::vector<int32_t> sms_used;
     std::vector<uint8_t> sm_seen;
     std::optional<Time> first_math, last_math;
-    RowBuffer inp, merged, act, out;  // functional: symmetric input, fetched rows, ffn1 out, expert outputs by (token, slot)
   };
 
   void start_gpu(int g) {
@@ -111,14 +111,6 @@ class CcfuserSystem final : public MoeSystem {
     s.sm_seen.assign(c.gpu_config().sm_count, 0);
     const Workload& w = c.workload();
     const int64_t k = w.routing().top_k();
-    const uint64_t br = static_cast<uint64_t>(p_.block_rows);
-    if (FunctionalData* fd = c.functional()) {
-      const int64_t slots = static_cast<int64_t>(pl.blocks.size() * br);
-      s.inp = RowBuffer(fmt::format("ccfuser moe_inp gpu{}", g), w.tokens().count(g) * k, fd->hidden());
-      s.merged = RowBuffer(fmt::format("ccfuser merged_input gpu{}", g), slots, fd->hidden());
-      s.act = RowBuffer(fmt::format("ccfuser ffn1_out gpu{}", g), slots, fd->ffn());
-      s.out = RowBuffer(fmt::format("ccfuser expert out gpu{}", g), w.tokens().count(g) * k, fd->hidden());
-    }
     gpu::Stream& st = c.stream(g);
     const int64_t tokens = w.tokens().count(g);
     const uint64_t routed = static_cast<uint64_t>(tokens * k);
@@ -151,7 +143,7 @@ class CcfuserSystem final : public MoeSystem {
       host_to_device_copy(c, g, st, fmt::format("H2D plan tensor {}", i), pl.blocks.size() * kIndexBytes);
     }
     gpu::KernelSpec scatter = k_->permute(g, static_cast<uint64_t>(w.plan().rows_from(g)), "local_scatter");
-    scatter.on_done = [this, g] { functional_scatter(g); };
+    scatter.on_done = [this, g] { fn_->scatter(g); };
     c.launch(g, st, Activity::DataShuffle, std::move(scatter));
     const uint64_t slots = pl.blocks.size() * br;
     const uint64_t eb = static_cast<uint64_t>(c.model().dtype_bytes);
@@ -182,7 +174,7 @@ class CcfuserSystem final : public MoeSystem {
     c.launch(g, st, Activity::DataShuffle, k_->permute(g, static_cast<uint64_t>(w.plan().rows_from(g)), "local_gather"));
     gpu::KernelSpec sc = k_->scaling(g, tokens);
     sc.on_done = [this, g] {
-      functional_outputs(g);
+      fn_->outputs(g);
       c_->layer_done(g);
     };
     c.launch(g, st, Activity::Scaling, std::move(sc));
@@ -316,24 +308,12 @@ class CcfuserSystem final : public MoeSystem {
     return {compute, bytes};
   }
 
-  // ---------------------------------------------------------------- arrivals and functional data
+  // ---------------------------------------------------------------- arrivals
 
   void fetched(int g, uint32_t block) {
     GpuState& s = gpu_[g];
     if (--s.fetches_left == 0) c_->phases(g).dispatch_end = c_->sim().now();
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    const CcfuserBlock& blk = plan_->gpu(g).blocks[block];
-    const GpuState& src = gpu_[blk.source];
-    for (size_t i = 0; i < blk.rows.size(); ++i) {
-      s.merged.write(static_cast<int64_t>(blk.slot * static_cast<uint64_t>(p_.block_rows) + i),
-                     src.inp.read(source_row(blk.source, blk.rows[i]), *fd));
-    }
-  }
-
-  int64_t source_row(int src, const RowRef& r) const {
-    const Workload& w = c_->workload();
-    return (r.token - w.tokens().begin(src)) * w.routing().top_k() + r.slot;
+    fn_->fetched(g, block);
   }
 
   void math(int g, int which, const CcfuserItem& it, int32_t sm) {
@@ -343,22 +323,7 @@ class CcfuserSystem final : public MoeSystem {
       s.sm_seen[static_cast<size_t>(sm)] = 1;
       s.sms_used.push_back(sm);
     }
-    FunctionalData* fd = c_->functional();
-    if (!fd || it.col != 0) return;
-    const CcfuserBlock& blk = plan_->gpu(g).blocks[it.block];
-    const int64_t base = static_cast<int64_t>(blk.slot * static_cast<uint64_t>(p_.block_rows));
-    if (which == 1) {
-      std::vector<float> act(static_cast<size_t>(fd->ffn()));
-      for (size_t i = 0; i < blk.rows.size(); ++i) {
-        const float* x = blk.remote ? s.merged.read(base + static_cast<int64_t>(i), *fd) : s.inp.read(source_row(g, blk.rows[i]), *fd);
-        fd->layer().expert_hidden(blk.expert, x, act.data());
-        s.act.write(base + static_cast<int64_t>(i), act.data());
-      }
-      return;
-    }
-    std::vector<std::vector<float>> ys(blk.rows.size(), std::vector<float>(static_cast<size_t>(fd->hidden())));
-    for (size_t i = 0; i < blk.rows.size(); ++i) fd->layer().expert_output(blk.expert, s.act.read(base + static_cast<int64_t>(i), *fd), ys[i].data());
-    gpu_[blk.source].results_in_flight[plan_->gpu(g).code_base + it.block] = std::move(ys);
+    fn_->math(g, which, it);
   }
 
   // Result bytes of a block landed in its source GPU's buffer (`g` is that GPU).
@@ -370,36 +335,8 @@ class CcfuserSystem final : public MoeSystem {
     (void)g;
     const uint64_t full = blk.rows.size() * c_->model().row_bytes();
     if ((s.result_arrived[code] += bytes) < full) return;
-    if (FunctionalData* fd = c_->functional()) {
-      auto it = s.results_in_flight.find(code);
-      if (it == s.results_in_flight.end()) {
-        fd->fail(fmt::format("ccfuser: results of block {} on GPU {} arrived before they were computed", block, holder));
-      } else {
-        for (size_t i = 0; i < blk.rows.size(); ++i) s.out.write(source_row(owner, blk.rows[i]), it->second[i].data());
-        s.results_in_flight.erase(it);
-      }
-    }
+    fn_->results_landed(code);
     c_->phases(owner).combine_end = c_->sim().now();
-  }
-
-  void functional_scatter(int g) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    GpuState& s = gpu_[g];
-    const Workload& w = c_->workload();
-    for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
-      for (int32_t j = 0; j < w.routing().top_k(); ++j) s.inp.write(source_row(g, RowRef{t, j}), fd->input_row(t));
-    }
-  }
-
-  void functional_outputs(int g) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    GpuState& s = gpu_[g];
-    const Workload& w = c_->workload();
-    for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
-      fd->combine_token(t, [&](int64_t j) { return s.out.read(source_row(g, RowRef{t, static_cast<int32_t>(j)}), *fd); });
-    }
   }
 
   CcfuserParams p_;
@@ -409,6 +346,7 @@ class CcfuserSystem final : public MoeSystem {
   std::unique_ptr<CcfuserPlan> plan_;
   std::unique_ptr<StreamCollective> counts_, barrier1_, barrier2_;
   PerGpu<GpuState> gpu_;
+  std::unique_ptr<CcfuserFunctional> fn_;  // does nothing in timing-only runs
 };
 
 }  // namespace

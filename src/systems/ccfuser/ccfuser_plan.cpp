@@ -119,8 +119,8 @@ CcfuserPlan::CcfuserPlan(Cluster& cluster, const CcfuserParams& params) : tile_n
 }
 
 std::pair<int, uint32_t> CcfuserPlan::block_of_code(uint64_t code) const {
-  for (size_t g = gpus_.size(); g-- > 0;) {
-    if (code >= gpus_[g].code_base && code < gpus_[g].code_base + gpus_[g].blocks.size()) return {static_cast<int>(g), static_cast<uint32_t>(code - gpus_[g].code_base)};
+  for (int g = gpus_.size(); g-- > 0;) {
+    if (code >= gpus_[g].code_base && code < gpus_[g].code_base + gpus_[g].blocks.size()) return {g, static_cast<uint32_t>(code - gpus_[g].code_base)};
   }
   throw std::logic_error("CcfuserPlan: bad block code");
 }

@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "gpu/memory_kernel.h"
+#include "systems/comet/comet_functional.h"
 #include "systems/comet/comet_plan.h"
 #include "platform/moe_system.h"
 #include "platform/overlap_common.h"
@@ -41,6 +42,7 @@ class CometSystem final : public MoeSystem {
     remote_ = std::make_unique<RemoteMemory>(cluster);
     remote_->on_write([this](int g, uint64_t code, uint64_t bytes) { write_arrived(g, code, bytes); });
     plan_ = std::make_unique<CometPlan>(cluster, p_);
+    fn_ = CometFunctional::make(cluster, *plan_);
     const int n = cluster.gpus();
     counts_ = std::make_unique<StreamCollective>(
         cluster, "nccl_allgather_counts",
@@ -83,7 +85,6 @@ class CometSystem final : public MoeSystem {
  private:
   static constexpr uint64_t kCountBytes = 4;  // int32 per-expert counts (flux `splits`)
   static constexpr uint64_t kFlagBytes = 8;   // one 64-bit flag store per peer (barrier)
-  static constexpr uint64_t kCombineCode = uint64_t{1} << 30;
 
   struct Cursor {  // a persistent communication block's position in its job list
     size_t job = 0;
@@ -99,12 +100,9 @@ class CometSystem final : public MoeSystem {
     uint64_t dispatch_rows_left = 0;
     std::unordered_map<uint64_t, uint32_t> combine_arrived;
     uint64_t combine_rows_left = 0;
-    std::unordered_map<uint64_t, std::vector<float>> partial_in_flight;  // at the sender, by owner code
     std::optional<Time> first_gemm1_math, last_gemm1_math, first_gemm2_math, last_gemm2_math;
     int32_t comm_sm_min = INT32_MAX, comm_sm_max = -1, rs_sm_min = INT32_MAX, rs_sm_max = -1;
     int32_t gemm1_sm_min = INT32_MAX, gemm2_sm_min = INT32_MAX;
-    // Functional buffers (empty in timing runs).
-    RowBuffer dispatch, act, inter, partials;
   };
 
   // ---------------------------------------------------------------- per-GPU program
@@ -121,14 +119,6 @@ class CometSystem final : public MoeSystem {
     for (uint32_t t : pl.row_tile) ++s.tile_rows_left[t];
     s.split_count.assign(plan_->splits(), 0);
     s.combine_rows_left = pl.partials_expected;
-    if (FunctionalData* fd = c.functional()) {
-      const int64_t rows = static_cast<int64_t>(pl.rows.size());
-      s.dispatch = RowBuffer(fmt::format("comet dispatch gpu{}", g), rows, fd->hidden());
-      s.act = RowBuffer(fmt::format("comet act gpu{}", g), rows, fd->ffn());
-      s.inter = RowBuffer(fmt::format("comet inter_D gpu{}", g), rows, fd->hidden());
-      s.partials = RowBuffer(fmt::format("comet partials gpu{}", g),
-                             c.gpus() * c.workload().tokens().count(g), fd->hidden());
-    }
     const int64_t tokens = c.workload().tokens().count(g);
     k_->launch_routing(g, st, tokens);
     const gpu::BlockShape small = k_->memory_shape();
@@ -197,7 +187,7 @@ class CometSystem final : public MoeSystem {
     const uint64_t tokens = static_cast<uint64_t>(c.workload().tokens().count(g));
     gpu::KernelSpec sum = k_->memory(g, "combine_sum", (static_cast<uint64_t>(c.gpus()) + 1) * tokens * c.model().row_bytes());
     sum.on_done = [this, g] {
-      functional_outputs(g);
+      fn_->outputs(g);
       c_->layer_done(g);
     };
     c.launch(g, st, Activity::Scaling, std::move(sum));
@@ -277,7 +267,7 @@ class CometSystem final : public MoeSystem {
   void write_arrived(int g, uint64_t code, uint64_t bytes) {
     GpuState& s = gpu_[g];
     const uint64_t rb = c_->model().row_bytes();
-    if (code < kCombineCode) {
+    if (code < kCometCombineCode) {
       if ((s.dispatch_arrived[code] += static_cast<uint32_t>(bytes)) == rb) row_in(g, code);
       return;
     }
@@ -288,7 +278,7 @@ class CometSystem final : public MoeSystem {
   void row_in(int g, uint64_t pos) {
     GpuState& s = gpu_[g];
     const CometGpuPlan& pl = plan_->gpu(g);
-    if (FunctionalData* fd = c_->functional()) s.dispatch.write(static_cast<int64_t>(pos), fd->input_row(pl.rows[pos].token));
+    fn_->row_in(g, pos);
     if (--s.tile_rows_left[pl.row_tile[pos]] == 0 && p_.dispatch == CometParams::Dispatch::CommBlocks) {
       mark_flag(g, fmt::format("tile flag {} complete", pl.row_tile[pos]));
     }
@@ -337,15 +327,7 @@ class CometSystem final : public MoeSystem {
     GpuState& s = gpu_[g];
     if (!s.first_gemm1_math) s.first_gemm1_math = c_->sim().now();
     s.gemm1_sm_min = std::min(s.gemm1_sm_min, sm);
-    FunctionalData* fd = c_->functional();
-    if (!fd || t.tile_col != 0) return;
-    const CometGpuPlan& pl = plan_->gpu(g);
-    const uint64_t first = pl.tile_first_row[tile_row];
-    std::vector<float> act(static_cast<size_t>(fd->ffn()));
-    for (uint64_t r = first; r < first + t.rows; ++r) {
-      fd->layer().expert_hidden(pl.experts[t.group], s.dispatch.read(static_cast<int64_t>(r), *fd), act.data());
-      s.act.write(static_cast<int64_t>(r), act.data());
-    }
+    fn_->gemm1(g, t, tile_row);
   }
 
   // ---------------------------------------------------------------- GEMM2 and gather-RS
@@ -369,7 +351,7 @@ class CometSystem final : public MoeSystem {
       if (b.step == 1) {
         if (!s.first_gemm2_math) s.first_gemm2_math = c_->sim().now();
         s.gemm2_sm_min = std::min(s.gemm2_sm_min, b.sm);
-        gemm2_math(g, t);
+        fn_->gemm2(g, t);
         return Step::compute_memory(t.compute, t.hbm_bytes);
       }
       // Epilogue: count the tile into every column split it overlaps.
@@ -383,19 +365,6 @@ class CometSystem final : public MoeSystem {
       return Step::done();
     });
     return spec;
-  }
-
-  void gemm2_math(int g, const gpu::GemmTile& t) {
-    FunctionalData* fd = c_->functional();
-    if (!fd || t.tile_col != 0) return;
-    GpuState& s = gpu_[g];
-    const CometGpuPlan& pl = plan_->gpu(g);
-    const uint64_t first = pl.tile_first_row[pl.tile_row_base[t.group] + t.tile_row];
-    std::vector<float> y(static_cast<size_t>(fd->hidden()));
-    for (uint64_t r = first; r < first + t.rows; ++r) {
-      fd->layer().expert_output(pl.experts[t.group], s.act.read(static_cast<int64_t>(r), *fd), y.data());
-      s.inter.write(static_cast<int64_t>(r), y.data());
-    }
   }
 
   gpu::KernelSpec gather_rs_kernel(int g) {
@@ -437,9 +406,8 @@ class CometSystem final : public MoeSystem {
         }
         cur.sub = 1;
         ++cur.job;
-        const uint64_t code = kCombineCode + static_cast<uint64_t>(tok.token) * static_cast<uint64_t>(c_->gpus()) +
-                              static_cast<uint64_t>(g);
-        if (cur.split == 0) make_partial(g, tok, code);
+        const uint64_t code = comet_partial_code(tok.token, g, c_->gpus());
+        if (cur.split == 0) fn_->partial(g, tok, code);
         const gpu::SignalId in = plan_->gpu(tok.owner).combine_signal;
         if (tok.owner == g) {
           if ((s.combine_arrived[code] += static_cast<uint32_t>(bytes)) == c_->model().row_bytes()) partial_in(g, code);
@@ -451,54 +419,11 @@ class CometSystem final : public MoeSystem {
     return spec;
   }
 
-  // The sender's weighted sum of the token's rows held here (functional mode).
-  void make_partial(int g, const CometCombineToken& tok, uint64_t code) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    GpuState& s = gpu_[g];
-    std::vector<float> sum(static_cast<size_t>(fd->hidden()), 0.0f);
-    for (const auto& [pos, weight] : tok.rows) {
-      const float* y = s.inter.read(static_cast<int64_t>(pos), *fd);
-      for (size_t c = 0; c < sum.size(); ++c) sum[c] += weight * y[c];
-    }
-    gpu_[tok.owner].partial_in_flight[code] = std::move(sum);
-  }
-
   // Every column split of one partial has landed in its owner's buffer.
   void partial_in(int owner, uint64_t code) {
     GpuState& s = gpu_[owner];
-    if (FunctionalData* fd = c_->functional()) {
-      const uint64_t rel = code - kCombineCode;
-      const int64_t token = static_cast<int64_t>(rel / static_cast<uint64_t>(c_->gpus()));
-      const int64_t src = static_cast<int64_t>(rel % static_cast<uint64_t>(c_->gpus()));
-      const int64_t local = token - c_->workload().tokens().begin(owner);
-      auto it = s.partial_in_flight.find(code);
-      if (it == s.partial_in_flight.end()) {
-        fd->fail(fmt::format("comet: partial of token {} from GPU {} arrived before it was computed", token, src));
-      } else {
-        s.partials.write(src * c_->workload().tokens().count(owner) + local, it->second.data());
-        s.partial_in_flight.erase(it);
-      }
-    }
+    fn_->partial_in(owner, code);
     if (--s.combine_rows_left == 0) c_->phases(owner).combine_end = c_->sim().now();
-  }
-
-  // The final sum over the world partials of GPU g's tokens.
-  void functional_outputs(int g) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    GpuState& s = gpu_[g];
-    const Workload& w = c_->workload();
-    const int64_t count = w.tokens().count(g);
-    std::vector<float> out(static_cast<size_t>(fd->hidden()));
-    for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
-      std::fill(out.begin(), out.end(), 0.0f);
-      for (int src : plan_->sources_of_token(t)) {
-        const float* p = s.partials.read(src * count + (t - w.tokens().begin(g)), *fd);
-        for (size_t c = 0; c < out.size(); ++c) out[c] += p[c];
-      }
-      fd->set_output_row(t, out.data());
-    }
   }
 
   static constexpr uint64_t kProblemBytes = 64;  // one grouped-GEMM problem's arguments (sizes, pointers, strides)
@@ -510,6 +435,7 @@ class CometSystem final : public MoeSystem {
   std::unique_ptr<CometPlan> plan_;
   std::unique_ptr<StreamCollective> counts_, barrier1_, barrier_end_, barrier_gets_;
   PerGpu<GpuState> gpu_;
+  std::unique_ptr<CometFunctional> fn_;  // does nothing in timing-only runs
 };
 
 }  // namespace

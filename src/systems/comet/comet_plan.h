@@ -29,6 +29,13 @@ struct CometParams {
   static void declare(ParamRegistry& registry);
 };
 
+// Codes of comet's stores (RemoteMemory tags): below kCometCombineCode a dispatch row's
+// position in its destination's buffer; from it up a combine partial's (token, sending GPU).
+constexpr uint64_t kCometCombineCode = uint64_t{1} << 30;
+inline uint64_t comet_partial_code(int64_t token, int src, int gpus) {
+  return kCometCombineCode + static_cast<uint64_t>(token) * static_cast<uint64_t>(gpus) + static_cast<uint64_t>(src);
+}
+
 struct CometRow {  // one row of a GPU's dispatch buffer
   int64_t token = 0;
   int32_t slot = 0;

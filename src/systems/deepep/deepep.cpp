@@ -14,7 +14,9 @@
 
 #include "config/param_table.h"
 #include "sim/error.h"
+#include "systems/deepep/deepep_functional.h"
 #include "systems/deepep/deepep_kernels.h"
+#include "systems/deepep/deepep_plan.h"
 #include "platform/megatron_permute.h"
 #include "platform/megatron_router.h"
 #include "platform/moe_system.h"
@@ -76,92 +78,6 @@ struct DeepEpParams {
 
 void declare_deepep_params(ParamRegistry& r) { DeepEpParams::table().declare(r); }
 
-// Per GPU: what it sends (by channel and peer) and how its receive buffer is laid out.
-struct Plan {
-  int n = 0, channels = 0;
-  // send(src, dst)[c]: src's tokens of channel c with at least one expert on dst, in order.
-  PerPair<std::vector<std::vector<int64_t>>> send;
-  // recv_first(dst, src)[c]: recv_x row of the first token of (src, c) on dst
-  // (rank_prefix_matrix + channel_prefix_matrix).
-  PerPair<std::vector<int64_t>> recv_first;
-  PerGpu<std::vector<int64_t>> recv_token;  // [dst][recv row] -> global token
-  PerGpu<std::vector<int32_t>> lowest_rank;  // [src][local token] lowest rank holding one of its experts
-  ChannelCounts counts;
-};
-
-Plan make_plan(const Workload& w, int channels) {
-  Plan p;
-  p.n = static_cast<int>(w.tokens().gpus());
-  p.channels = channels;
-  const Routing& r = w.routing();
-  p.counts.gpus = p.n;
-  p.counts.channels = channels;
-  p.counts.tokens.assign(static_cast<size_t>(p.n * channels * p.n), 0);
-  p.send = PerPair<std::vector<std::vector<int64_t>>>(p.n, std::vector<std::vector<int64_t>>(static_cast<size_t>(channels)));
-  p.lowest_rank.resize(p.n);
-  for (int s = 0; s < p.n; ++s) {
-    const int64_t begin = w.tokens().begin(s), count = w.tokens().count(s);
-    // get_channel_task_range: ceil(T / channels) tokens per channel.
-    const int64_t per = (count + channels - 1) / channels;
-    for (int64_t i = 0; i < count; ++i) {
-      const int c = static_cast<int>(i / per);
-      PerGpu<uint8_t> in_rank(p.n, 0);
-      for (int64_t j = 0; j < r.top_k(); ++j) in_rank[w.placement().gpu_of_expert(r.expert(begin + i, j))] = 1;
-      int32_t lowest = -1;
-      for (int d = 0; d < p.n; ++d) {
-        if (!in_rank[d]) continue;
-        if (lowest < 0) lowest = d;
-        p.send(s, d)[static_cast<size_t>(c)].push_back(begin + i);
-        ++p.counts.at(s, c, d);
-      }
-      p.lowest_rank[s].push_back(lowest);
-    }
-  }
-  p.recv_first = PerPair<std::vector<int64_t>>(p.n, std::vector<int64_t>(static_cast<size_t>(channels)));
-  p.recv_token.resize(p.n);
-  for (int d = 0; d < p.n; ++d) {
-    int64_t row = 0;
-    for (int s = 0; s < p.n; ++s) {
-      for (int c = 0; c < channels; ++c) {
-        p.recv_first(d, s)[static_cast<size_t>(c)] = row;
-        for (int64_t t : p.send(s, d)[static_cast<size_t>(c)]) {
-          p.recv_token[d].push_back(t);
-          ++row;
-        }
-      }
-    }
-  }
-  return p;
-}
-
-// Megatron's expert-major permutation of GPU g's received tokens.
-struct ExpertRows {
-  std::vector<int64_t> from;      // recv row of each permuted row
-  std::vector<int32_t> expert;    // its expert
-  std::vector<float> prob;        // its routing weight
-  std::vector<uint64_t> per_expert;
-};
-
-ExpertRows make_expert_rows(const Workload& w, const Plan& p, int g) {
-  ExpertRows x;
-  const Routing& r = w.routing();
-  const auto& tokens = p.recv_token[g];
-  for (int32_t e : w.placement().local_experts(g)) {
-    uint64_t rows = 0;
-    for (size_t u = 0; u < tokens.size(); ++u) {
-      for (int32_t j = 0; j < r.top_k(); ++j) {
-        if (r.expert(tokens[u], j) != e) continue;
-        x.from.push_back(static_cast<int64_t>(u));
-        x.expert.push_back(e);
-        x.prob.push_back(r.weight(tokens[u], j));
-        ++rows;
-      }
-    }
-    x.per_expert.push_back(rows);
-  }
-  return x;
-}
-
 class DeepEpSystem final : public MoeSystem {
  public:
   explicit DeepEpSystem(DeepEpParams p) : p_(p) {}
@@ -204,9 +120,9 @@ class DeepEpSystem final : public MoeSystem {
     const Workload& w = cluster.workload();
     const uint64_t row = static_cast<uint64_t>(w.model().row_bytes());
     const uint64_t topk = static_cast<uint64_t>(w.model().top_k());
-    plan_ = make_plan(w, static_cast<int>(p_.num_sms / 2));
-    for (int g = 0; g < n; ++g) experts_.push_back(make_expert_rows(w, plan_, g));
-    if (FunctionalData* fd = cluster.functional()) make_buffers(*fd);
+    plan_ = make_deepep_plan(w, static_cast<int>(p_.num_sms / 2));
+    for (int g = 0; g < n; ++g) experts_.push_back(make_deepep_expert_rows(w, plan_, g));
+    fn_ = DeepEpFunctional::make(cluster, plan_, experts_);
     gpus_.resize(n);
     for (int g = 0; g < n; ++g) {
       gpus_[g].comm = &cluster.gpu(g).create_stream("deepep_comm");
@@ -225,7 +141,7 @@ class DeepEpSystem final : public MoeSystem {
     d.row_bytes = row;
     DeepEpChannelKernel::Hooks dh;
     dh.recv_bytes = [this](int, int, int, int64_t, int64_t count) { return 2 * static_cast<uint64_t>(count) * dispatch_->token_bytes(); };
-    dh.on_chunk = [this](int g, int c, int s, int64_t first, int64_t count) { dispatch_chunk(g, c, s, first, count); };
+    dh.on_chunk = [this](int g, int c, int s, int64_t first, int64_t count) { fn_->dispatch_chunk(g, c, s, first, count); };
     dispatch_ = std::make_unique<Transfer>(cluster, d, plan_.counts, dh);
 
     ChannelKernelConfig b = d;
@@ -251,7 +167,7 @@ class DeepEpSystem final : public MoeSystem {
       }
       return static_cast<uint64_t>(count) * combine_->token_bytes() + writes * row;
     };
-    bh.on_chunk = [this](int g, int c, int src, int64_t first, int64_t count) { combine_chunk(g, c, src, first, count); };
+    bh.on_chunk = [this](int g, int c, int src, int64_t first, int64_t count) { fn_->combine_chunk(g, c, src, first, count); };
     combine_ = std::make_unique<Transfer>(cluster, b, back, bh);
 
     for (int g = 0; g < n; ++g) issue_until_spin(g);
@@ -293,11 +209,7 @@ class DeepEpSystem final : public MoeSystem {
     const uint64_t n = static_cast<uint64_t>(c.gpus());
     gpu::Stream& s = c.stream(g);
     gpu::Stream& comm = *gpus_[g].comm;
-    if (FunctionalData* fd = c.functional()) {
-      for (int64_t tok = w.tokens().begin(g); tok < w.tokens().end(g); ++tok) {
-        x_[g].write(tok - w.tokens().begin(g), fd->input_row(tok));
-      }
-    }
+    fn_->input(g);
     launch_megatron_router(c, *k_, g, s, static_cast<int64_t>(t));
     // _DeepepManager.setup_metadata: torch.topk over the dense [T, E] probs.
     op(g, s, Activity::DataShuffle, k_->memory(g, "flex_topk_metadata", t * e * mp::kProbBytes + t * k * (mp::kLongBytes + mp::kProbBytes)));
@@ -388,7 +300,7 @@ class DeepEpSystem final : public MoeSystem {
     const uint64_t k = static_cast<uint64_t>(w.model().top_k());
     gpu::Stream& s = c.stream(g);
     gpu::Stream& comm = *gpus_[g].comm;
-    const ExpertRows& ex = experts_[g];
+    const DeepEpExpertRows& ex = experts_[g];
     const uint64_t ru = plan_.recv_token[g].size();  // tokens received
     const uint64_t rows = ex.from.size();                                 // (token, local expert) rows
     const uint64_t el = ex.per_expert.size();
@@ -410,26 +322,26 @@ class DeepEpSystem final : public MoeSystem {
     op(g, s, Activity::DataShuffle, k_->memory(g, "permute_token_ids", mp::token_index_bytes(rows)));
     op(g, s, Activity::DataShuffle, k_->memory(g, "permute_probs", mp::probs_gather_bytes(rows)));
     gpu::KernelSpec gather = k_->permute(g, rows, "permute_rows");
-    gather.on_done = [this, g] { functional_permute(g); };
+    gather.on_done = [this, g] { fn_->permute(g); };
     op(g, s, Activity::DataShuffle, std::move(gather));
     if (!ex.per_expert.empty()) {
       gpu::KernelSpec g1 = k_->gemm1_model(ex.per_expert).kernel("gemm1");
       g1.on_done = [this, g] {
         c_->phases(g).gemm1_end = c_->sim().now();
-        functional_gemm1(g);
+        fn_->gemm1(g);
       };
       op(g, s, Activity::ExpertCompute, std::move(g1));
       gpu::KernelSpec act = k_->activation(g, rows);
-      act.on_done = [this, g] { functional_activation(g); };
+      act.on_done = [this, g] { fn_->activation(g); };
       op(g, s, Activity::ExpertCompute, std::move(act));
       gpu::KernelSpec g2 = k_->gemm2_model(ex.per_expert).kernel("gemm2");
-      g2.on_done = [this, g] { functional_gemm2(g); };
+      g2.on_done = [this, g] { fn_->gemm2(g); };
       op(g, s, Activity::ExpertCompute, std::move(g2));
     }
     // unpermute to DeepEP order: zeros, then scatter_add of each token's local expert rows.
     op(g, s, Activity::DataShuffle, k_->memory(g, "unpermute_zeros", ru * row));
     gpu::KernelSpec sum = k_->memory(g, "unpermute_scatter_add", rows * (row + mp::kLongBytes) + ru * row);
-    sum.on_done = [this, g] { functional_unpermute(g); };
+    sum.on_done = [this, g] { fn_->unpermute(g); };
     op(g, s, Activity::Scaling, std::move(sum));
 
     // intranode_combine: cached_notify_combine, then the combine kernel.
@@ -451,126 +363,21 @@ class DeepEpSystem final : public MoeSystem {
     comb.on_done = [this, g, cid] {
       c_->phases(g).combine_start = *c_->gpu(g).kernel_times(*cid).started;
       c_->phases(g).combine_end = c_->sim().now();
-      functional_output(g);
+      fn_->output(g);
       c_->layer_done(g);
     };
     *cid = c.launch(g, comm, Activity::Communication, std::move(comb));
   }
 
-  // ---- functional mode ----
-  void make_buffers(const FunctionalData& fd) {
-    const Workload& w = c_->workload();
-    const int64_t h = fd.hidden(), f = fd.ffn();
-    for (int g = 0; g < c_->gpus(); ++g) {
-      const int64_t ru = static_cast<int64_t>(plan_.recv_token[g].size());
-      const int64_t rows = static_cast<int64_t>(experts_[g].from.size());
-      x_.emplace_back("x", w.tokens().count(g), h);
-      recv_x_.emplace_back("recv_x", ru, h);
-      permuted_.emplace_back("permuted_tokens", rows, h);
-      act_.emplace_back("fc1_activation", rows, f);
-      y_.emplace_back("expert_output", rows, h);
-      local_sum_.emplace_back("unpermuted_output", ru, h);
-      out_.emplace_back(static_cast<size_t>(w.tokens().count(g) * h), 0.0f);
-    }
-  }
-
-  // A dispatch receiver group of GPU g copied tokens [first, first + count) of (channel c, src)
-  // from its ring into recv_x at rank_prefix + channel_prefix + index.
-  void dispatch_chunk(int g, int c, int src, int64_t first, int64_t count) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    const auto& toks = plan_.send(src, g)[static_cast<size_t>(c)];
-    const int64_t base = plan_.recv_first(g, src)[static_cast<size_t>(c)];
-    const int64_t src_begin = c_->workload().tokens().begin(src);
-    for (int64_t i = first; i < first + count; ++i) {
-      recv_x_[g].write(base + i, x_[src].read(toks[static_cast<size_t>(i)] - src_begin, *fd));
-    }
-  }
-  // A combine receiver group of GPU g (the tokens' owner) took tokens [first, first + count)
-  // of (channel c) back from expert rank `src`, read from src's recv_x-ordered sums.
-  void combine_chunk(int g, int c, int src, int64_t first, int64_t count) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    const auto& toks = plan_.send(g, src)[static_cast<size_t>(c)];
-    const int64_t base = plan_.recv_first(src, g)[static_cast<size_t>(c)];
-    const int64_t h = fd->hidden(), begin = c_->workload().tokens().begin(g);
-    for (int64_t i = first; i < first + count; ++i) {
-      const float* row = local_sum_[src].read(base + i, *fd);
-      float* o = out_[g].data() + (toks[static_cast<size_t>(i)] - begin) * h;
-      for (int64_t j = 0; j < h; ++j) o[j] += row[j];
-    }
-  }
-  void functional_permute(int g) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    const ExpertRows& ex = experts_[g];
-    for (size_t j = 0; j < ex.from.size(); ++j) {
-      permuted_[g].write(static_cast<int64_t>(j), recv_x_[g].read(ex.from[j], *fd));
-    }
-  }
-  void functional_gemm1(int g) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    const ExpertRows& ex = experts_[g];
-    std::vector<float> a(static_cast<size_t>(fd->ffn()));
-    for (size_t j = 0; j < ex.from.size(); ++j) {
-      fd->layer().expert_hidden(ex.expert[j], permuted_[g].read(static_cast<int64_t>(j), *fd), a.data());
-      act_[g].write(static_cast<int64_t>(j), a.data());
-    }
-  }
-  void functional_activation(int g) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    const ExpertRows& ex = experts_[g];
-    std::vector<float> a(static_cast<size_t>(fd->ffn()));
-    for (size_t j = 0; j < ex.from.size(); ++j) {
-      const float* in = act_[g].read(static_cast<int64_t>(j), *fd);
-      for (size_t i = 0; i < a.size(); ++i) a[i] = in[i] * ex.prob[j];
-      act_[g].write(static_cast<int64_t>(j), a.data());
-    }
-  }
-  void functional_gemm2(int g) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    const ExpertRows& ex = experts_[g];
-    std::vector<float> y(static_cast<size_t>(fd->hidden()));
-    for (size_t j = 0; j < ex.from.size(); ++j) {
-      fd->layer().expert_output(ex.expert[j], act_[g].read(static_cast<int64_t>(j), *fd), y.data());
-      y_[g].write(static_cast<int64_t>(j), y.data());
-    }
-  }
-  void functional_unpermute(int g) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    const ExpertRows& ex = experts_[g];
-    const int64_t h = fd->hidden();
-    const int64_t ru = local_sum_[g].rows();
-    std::vector<float> sums(static_cast<size_t>(ru * h), 0.0f);
-    for (size_t j = 0; j < ex.from.size(); ++j) {
-      const float* y = y_[g].read(static_cast<int64_t>(j), *fd);
-      for (int64_t i = 0; i < h; ++i) sums[static_cast<size_t>(ex.from[j] * h + i)] += y[i];
-    }
-    for (int64_t u = 0; u < ru; ++u) local_sum_[g].write(u, sums.data() + u * h);
-  }
-  void functional_output(int g) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    const Workload& w = c_->workload();
-    for (int64_t t = 0; t < w.tokens().count(g); ++t) {
-      fd->set_output_row(w.tokens().begin(g) + t, out_[g].data() + t * fd->hidden());
-    }
-  }
-
   DeepEpParams p_;
   Cluster* c_ = nullptr;
   std::unique_ptr<SharedKernels> k_;
-  Plan plan_;
-  PerGpu<ExpertRows> experts_;
+  DeepEpPlan plan_;
+  PerGpu<DeepEpExpertRows> experts_;
+  std::unique_ptr<DeepEpFunctional> fn_;  // does nothing in timing-only runs
   PerGpu<GpuState> gpus_;
   PerGpu<gpu::SignalId> notify_barrier_, combine_barrier_;
   std::unique_ptr<Transfer> dispatch_, combine_;
-  PerGpu<RowBuffer> x_, recv_x_, permuted_, act_, y_, local_sum_;
-  PerGpu<std::vector<float>> out_;
 };
 
 }  // namespace

@@ -13,6 +13,8 @@
 
 #include "config/param_table.h"
 #include "gpu/gpu.h"
+#include "systems/fastermoe/fastermoe_functional.h"
+#include "systems/fastermoe/fastermoe_layout.h"
 #include "systems/fastermoe/fastermoe_schedule.h"
 #include "platform/moe_system.h"
 #include "platform/nccl_group_call.h"
@@ -55,6 +57,7 @@ class FasterMoeSystem final : public MoeSystem {
     cluster_ = &c;
     n_ = c.gpus();
     schedule_ = std::make_unique<FasterMoeSchedule>(n_, cfg_.group_size);
+    layout_ = std::make_unique<FasterMoeLayout>(c.workload());
     const Workload& w = c.workload();
     const uint64_t row = w.model().row_bytes();
     for (int g = 0; g < n_; ++g) max_local_ = std::max(max_local_, local(g));
@@ -82,7 +85,14 @@ class FasterMoeSystem final : public MoeSystem {
         combine_.push_back(std::make_unique<NcclGroupCall>(c, fmt::format("fastermoe_R{}_e{}", st, ei), fwd.transposed(), cfg_.nccl));
       }
     }
-    if (c.functional()) setup_functional();
+    fn_ = FasterMoeFunctional::make(c, *layout_);
+    for (size_t i = 0; i < dispatch_.size(); ++i) {
+      const int ei = static_cast<int>(i) % max_local_;
+      dispatch_[i]->set_hooks([this, ei](int s, int d) { fn_->exchange(s, d, ei, false, false); },
+                              [this, ei](int s, int d) { fn_->exchange(s, d, ei, true, false); });
+      combine_[i]->set_hooks([this, ei](int s, int d) { fn_->exchange(s, d, ei, false, true); },
+                             [this, ei](int s, int d) { fn_->exchange(s, d, ei, true, true); });
+    }
     for (int g = 0; g < n_; ++g) issue(g);
   }
 
@@ -96,24 +106,11 @@ class FasterMoeSystem final : public MoeSystem {
  private:
   static constexpr int kHostSyncs = 8;
 
-  int local(int g) const { return static_cast<int>(cluster_->workload().placement().local_experts(g).size()); }
-  int64_t expert_of(int g, int ei) const { return cluster_->workload().placement().local_experts(g)[u(ei)]; }
-  // Rows from src's tokens to dst's ei-th local expert.
-  int64_t rows(int src, int dst, int ei) const { return cluster_->workload().plan().rows_to_expert(src, expert_of(dst, ei)); }
+  int local(int g) const { return layout_->local(g); }
+  int64_t rows(int src, int dst, int ei) const { return layout_->rows(src, dst, ei); }
+  int64_t global_ptr(int g, int ei, int src) const { return layout_->global_ptr(g, ei, src); }
   NcclGroupCall& S(int st, int ei) { return *dispatch_[u(st * max_local_ + ei)]; }
   NcclGroupCall& R(int st, int ei) { return *combine_[u(st * max_local_ + ei)]; }
-
-  // Offset of (local expert ei, source src) in GPU g's global_input_buf: expert-major, then
-  // source rank (computePtrs' global_ptr).
-  int64_t global_ptr(int g, int ei, int src) const {
-    int64_t off = 0;
-    for (int e = 0; e < ei; ++e) {
-      for (int s = 0; s < n_; ++s) off += rows(s, g, e);
-    }
-    for (int s = 0; s < src; ++s) off += rows(s, g, ei);
-    return off;
-  }
-  int64_t rows_in(int g) const { return global_ptr(g, local(g), 0); }
 
   void issue(int g) {
     Cluster& c = *cluster_;
@@ -153,10 +150,10 @@ class FasterMoeSystem final : public MoeSystem {
     }
     // _local_scatter: index_select of the T*k rows into expert order.
     gpu::KernelSpec scatter = k.permute(g, tk, "fmoe_local_scatter");
-    scatter.on_done = [this, g] { functional_local_scatter(g); };
+    scatter.on_done = [this, g] { fn_->local_scatter(g); };
     c.op(g, s, Activity::DataShuffle, std::move(scatter));
     // _smart_sch_forward (one call into the extension): new_zeros for global_input_buf, global_output_buf, output_buf.
-    const uint64_t in_rows = u(rows_in(g));
+    const uint64_t in_rows = u(layout_->rows_in(g));
     host.framework_op();
     c.launch(g, s, Activity::DataShuffle, k.memory(g, "fmoe_zeros_global_input", in_rows * h * eb));
     c.launch(g, s, Activity::DataShuffle, k.memory(g, "fmoe_zeros_global_output", in_rows * h * eb));
@@ -188,7 +185,7 @@ class FasterMoeSystem final : public MoeSystem {
         if (mrows == 0) continue;  // computeFn skips empty micro-batches
         const int64_t base = global_ptr(g, ei, from.front());
         const std::vector<uint64_t> grp{u(mrows)};
-        gpu::KernelSpec g1 = k.gemm1_model(grp).kernel(fmt::format("fmoe_gemm1_s{}", st), hooks(g, ei, base, true));
+        gpu::KernelSpec g1 = k.gemm1_model(grp).kernel(fmt::format("fmoe_gemm1_s{}", st), fn_->gemm_hooks(g, ei, base, true));
         ++gemm1_pending_[g];
         g1.on_done = [this, g] {
           if (--gemm1_pending_[g] == 0) cluster_->phases(g).gemm1_end = cluster_->sim().now();
@@ -196,10 +193,10 @@ class FasterMoeSystem final : public MoeSystem {
         // expert_fn is Python: GEMM1, activation, GEMM2 and the copy are framework ops.
         c.op(g, s, Activity::ExpertCompute, std::move(g1));
         c.op(g, s, Activity::ExpertCompute, k.activation(g, u(mrows)));
-        c.op(g, s, Activity::ExpertCompute, k.gemm2_model(grp).kernel(fmt::format("fmoe_gemm2_s{}", st), hooks(g, ei, base, false)));
+        c.op(g, s, Activity::ExpertCompute, k.gemm2_model(grp).kernel(fmt::format("fmoe_gemm2_s{}", st), fn_->gemm_hooks(g, ei, base, false)));
         // _expert_forward's y.copy_(y0) into global_output_buf.
         gpu::KernelSpec copy = k.memory(g, "fmoe_output_copy", 2 * u(mrows) * h * eb);
-        copy.on_done = [this, g, base, mrows] { functional_output_copy(g, base, mrows); };
+        copy.on_done = [this, g, base, mrows] { fn_->output_copy(g, base, mrows); };
         c.op(g, s, Activity::DataShuffle, std::move(copy));
       }
       host.record(s, output_ready[u(st)]);
@@ -218,11 +215,11 @@ class FasterMoeSystem final : public MoeSystem {
     // _local_gather: zeros + index_copy_ back to (token, slot) order; then the gate-weighted sum.
     c.op(g, s, Activity::DataShuffle, k.memory(g, "fmoe_gather_zeros", tk * h * eb));
     gpu::KernelSpec gather = k.permute(g, tk, "fmoe_local_gather");
-    gather.on_done = [this, g] { functional_local_gather(g); };
+    gather.on_done = [this, g] { fn_->local_gather(g); };
     c.op(g, s, Activity::DataShuffle, std::move(gather));
     gpu::KernelSpec sc = k.scaling(g, u(tokens));
     sc.on_done = [this, g] {
-      functional_scaling(g);
+      fn_->scaling(g);
       cluster_->layer_done(g);
     };
     c.op(g, s, Activity::Scaling, std::move(sc));
@@ -236,139 +233,16 @@ class FasterMoeSystem final : public MoeSystem {
     last = cluster_->sim().now();
   }
 
-  // --- functional mode ---
-  // sorted[g]: T*k rows in expert order (index_select by pos); gin[g], act[g], ytmp[g],
-  // gout[g]: global input, GEMM1 (+act), GEMM2 output, global output (global_ptr layout);
-  // outbuf[g]: the combined rows in sorted order; gathered[g]: (token, slot) order.
-  struct Buffers {
-    RowBuffer sorted, gin, act, ytmp, gout, outbuf, gathered;
-    std::vector<int64_t> pos;        // sorted index -> token * k + slot
-    std::vector<int64_t> expert_off; // sorted offset of each global expert
-  };
-
-  void setup_functional() {
-    FunctionalData& fd = *cluster_->functional();
-    const Workload& w = cluster_->workload();
-    const int64_t h = fd.hidden(), f = fd.ffn(), k = w.routing().top_k(), e = w.model().experts();
-    for (int g = 0; g < n_; ++g) {
-      const int64_t tk = w.tokens().count(g) * k, in = rows_in(g);
-      Buffers b{RowBuffer(fmt::format("fastermoe gpu{} sorted", g), tk, h),
-                RowBuffer(fmt::format("fastermoe gpu{} global input", g), in, h),
-                RowBuffer(fmt::format("fastermoe gpu{} activation", g), in, f),
-                RowBuffer(fmt::format("fastermoe gpu{} expert output", g), in, h),
-                RowBuffer(fmt::format("fastermoe gpu{} global output", g), in, h),
-                RowBuffer(fmt::format("fastermoe gpu{} output", g), tk, h),
-                RowBuffer(fmt::format("fastermoe gpu{} gathered", g), tk, h),
-                {}, {}};
-      // assign_pos: rows by global expert id, each expert's rows in (token, slot) order.
-      for (int64_t ex = 0; ex < e; ++ex) {
-        b.expert_off.push_back(static_cast<int64_t>(b.pos.size()));
-        for (const RowRef& r : w.plan().expert_rows(ex)) {
-          if (w.tokens().gpu_of_token(r.token) == g) b.pos.push_back(r.token * k + r.slot);
-        }
-      }
-      buffers_.push_back(std::move(b));
-    }
-    for (size_t i = 0; i < dispatch_.size(); ++i) {
-      const int ei = static_cast<int>(i) % max_local_;
-      dispatch_[i]->set_hooks([this, ei](int s, int d) { move(s, d, ei, false, false); },
-                              [this, ei](int s, int d) { move(s, d, ei, true, false); });
-      combine_[i]->set_hooks([this, ei](int s, int d) { move(s, d, ei, false, true); },
-                             [this, ei](int s, int d) { move(s, d, ei, true, true); });
-    }
-  }
-
-  // Dispatch (combine = false): src's rows for dst's expert ei -> dst's global input at
-  // global_ptr(dst, ei, src). Combine: those rows' outputs from src (the expert GPU) back to
-  // dst's output buffer. Rows are read when the transfer starts and written on delivery.
-  void move(int src, int dst, int ei, bool deliver, bool combine) {
-    FunctionalData& fd = *cluster_->functional();
-    const int expert_gpu = combine ? src : dst, token_gpu = combine ? dst : src;
-    const int64_t ex = expert_of(expert_gpu, ei);
-    const int64_t count = rows(token_gpu, expert_gpu, ei);
-    const int64_t gbase = global_ptr(expert_gpu, ei, token_gpu);
-    Buffers& tb = buffers_[token_gpu];
-    Buffers& eb = buffers_[expert_gpu];
-    const int64_t sbase = tb.expert_off[u(ex)];
-    for (int64_t r = 0; r < count; ++r) {
-      if (!combine) {
-        const float* row = tb.sorted.read(sbase + r, fd);
-        if (deliver) eb.gin.write(gbase + r, row);
-      } else {
-        const float* row = eb.gout.read(gbase + r, fd);
-        if (deliver) tb.outbuf.write(sbase + r, row);
-      }
-    }
-  }
-
-  void functional_local_scatter(int g) {
-    if (!cluster_->functional()) return;
-    FunctionalData& fd = *cluster_->functional();
-    Buffers& b = buffers_[g];
-    const int64_t k = cluster_->workload().routing().top_k();
-    for (size_t i = 0; i < b.pos.size(); ++i) b.sorted.write(static_cast<int64_t>(i), fd.input_row(b.pos[i] / k));
-  }
-
-  // GEMM tiles compute their row block (tile column 0 stands for the row) when dispatched.
-  gpu::GemmHooks hooks(int g, int ei, int64_t base, bool first) {
-    if (!cluster_->functional()) return {};
-    gpu::GemmHooks hk;
-    hk.before = [this, g, ei, base, first](const gpu::GemmTile& tile) -> std::optional<gpu::Step> {
-      if (tile.tile_col != 0) return std::nullopt;
-      FunctionalData& fd = *cluster_->functional();
-      Buffers& b = buffers_[g];
-      const int64_t ex = expert_of(g, ei);
-      const int64_t r0 = base + static_cast<int64_t>(tile.tile_row * cluster_->gpu_config().gemm_tile.m);
-      std::vector<float> tmp(u(first ? fd.ffn() : fd.hidden()));
-      for (int64_t r = r0; r < r0 + static_cast<int64_t>(tile.rows); ++r) {
-        if (first) {
-          fd.layer().expert_hidden(ex, b.gin.read(r, fd), tmp.data());
-          b.act.write(r, tmp.data());
-        } else {
-          fd.layer().expert_output(ex, b.act.read(r, fd), tmp.data());
-          b.ytmp.write(r, tmp.data());
-        }
-      }
-      return std::nullopt;
-    };
-    return hk;
-  }
-
-  void functional_output_copy(int g, int64_t base, int64_t count) {
-    if (!cluster_->functional()) return;
-    FunctionalData& fd = *cluster_->functional();
-    Buffers& b = buffers_[g];
-    for (int64_t r = base; r < base + count; ++r) b.gout.write(r, b.ytmp.read(r, fd));
-  }
-
-  void functional_local_gather(int g) {
-    if (!cluster_->functional()) return;
-    FunctionalData& fd = *cluster_->functional();
-    Buffers& b = buffers_[g];
-    const int64_t first = cluster_->workload().tokens().begin(g) * cluster_->workload().routing().top_k();
-    for (size_t i = 0; i < b.pos.size(); ++i) b.gathered.write(b.pos[i] - first, b.outbuf.read(static_cast<int64_t>(i), fd));
-  }
-
-  void functional_scaling(int g) {
-    if (!cluster_->functional()) return;
-    FunctionalData& fd = *cluster_->functional();
-    const Workload& w = cluster_->workload();
-    Buffers& b = buffers_[g];
-    const int64_t k = w.routing().top_k();
-    for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
-      fd.combine_token(t, [&](int64_t j) { return b.gathered.read((t - w.tokens().begin(g)) * k + j, fd); });
-    }
-  }
-
   FasterMoeConfig cfg_;
   Cluster* cluster_ = nullptr;
   int n_ = 0;
   int max_local_ = 0;
   std::unique_ptr<FasterMoeSchedule> schedule_;
+  std::unique_ptr<FasterMoeLayout> layout_;
   std::unique_ptr<NcclGroupCall> count_exchange_;
   std::vector<std::unique_ptr<NcclGroupCall>> dispatch_, combine_;
   PerGpu<int> gemm1_pending_;
-  PerGpu<Buffers> buffers_;
+  std::unique_ptr<FasterMoeFunctional> fn_;  // does nothing in timing-only runs
 };
 
 void declare_fastermoe_params(ParamRegistry& r) { FasterMoeConfig::table().declare(r); }

@@ -8,6 +8,7 @@
 
 #include "platform/moe_system.h"
 #include "platform/shared_kernels.h"
+#include "systems/ideal/ideal_functional.h"
 
 namespace moehub {
 namespace {
@@ -16,6 +17,7 @@ class IdealSystem final : public MoeSystem {
  public:
   void start(Cluster& cluster) override {
     SharedKernels k(cluster);
+    fn_ = IdealFunctional::make(cluster);
     for (int g = 0; g < cluster.gpus(); ++g) {
       gpu::Stream& s = cluster.stream(g);
       const int64_t tokens = cluster.workload().tokens().count(g);
@@ -31,8 +33,8 @@ class IdealSystem final : public MoeSystem {
         cluster.launch(g, s, Activity::ExpertCompute, k.gemm2_model(rows).kernel("gemm2"));
       }
       gpu::KernelSpec sc = k.scaling(g, static_cast<uint64_t>(tokens));
-      sc.on_done = [&cluster, g] {
-        functional_outputs(cluster, g);
+      sc.on_done = [this, &cluster, g] {
+        fn_->outputs(g);
         cluster.layer_done(g);
       };
       cluster.launch(g, s, Activity::Scaling, std::move(sc));
@@ -40,23 +42,7 @@ class IdealSystem final : public MoeSystem {
   }
 
  private:
-  // The ideal layer has every input row where its expert runs; its output is the reference
-  // computed through the two expert GEMM steps for GPU g's tokens.
-  static void functional_outputs(Cluster& cluster, int g) {
-    FunctionalData* fd = cluster.functional();
-    if (!fd) return;
-    const Workload& w = cluster.workload();
-    const int64_t h = fd->hidden();
-    std::vector<float> act(static_cast<size_t>(fd->ffn())), y(static_cast<size_t>(h));
-    for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
-      fd->combine_token(t, [&](int64_t j) {
-        const int64_t e = w.routing().expert(t, j);
-        fd->layer().expert_hidden(e, fd->input_row(t), act.data());
-        fd->layer().expert_output(e, act.data(), y.data());
-        return y.data();
-      });
-    }
-  }
+  std::unique_ptr<IdealFunctional> fn_;  // does nothing in timing-only runs
 };
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "platform/nccl_group_call.h"
 #include "platform/nccl_ring_all_gather.h"
 #include "platform/shared_kernels.h"
+#include "systems/megatron_te/megatron_te_functional.h"
 
 namespace moehub {
 namespace {
@@ -52,71 +53,6 @@ struct MegatronParams {
 
 void declare_megatron_params(ParamRegistry& r) { MegatronParams::table().declare(r); }
 
-// Where GPU g's rows sit in each buffer of the dispatcher, as its own mechanism computes them.
-struct Layout {
-  std::vector<RowRef> perm;           // permutation 1 order: (dst GPU, local expert, token)
-  PerGpu<int64_t> send_off;           // input_splits prefix: first row of perm for each dst
-  PerGpu<int64_t> send_rows;          // input_splits
-  PerGpu<int64_t> recv_off;           // output_splits prefix: first recv row from each src
-  PerGpu<int64_t> recv_rows;          // output_splits
-  std::vector<int32_t> sorted_expert; // expert of each row after sort_chunks (expert-major)
-  std::vector<int64_t> sorted_from;   // recv row each sorted row comes from
-  std::vector<uint64_t> expert_rows;  // num_tokens_per_local_expert
-  int64_t recv_total = 0;
-};
-
-Layout make_layout(const Workload& w, int g) {
-  const int n = static_cast<int>(w.tokens().gpus());
-  const Routing& r = w.routing();
-  const ExpertPlacement& p = w.placement();
-  const DispatchPlan& plan = w.plan();
-  Layout l;
-  // Permutation 1 is a stable argsort over the transposed routing map: rows by expert, then by
-  // token. Experts are ordered by (owner GPU, local index), which is the expert id under
-  // Megatron's contiguous placement, so each destination's rows are one contiguous split.
-  std::vector<std::vector<RowRef>> by_expert(static_cast<size_t>(w.model().experts()));
-  for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
-    for (int32_t j = 0; j < r.top_k(); ++j) by_expert[static_cast<size_t>(r.expert(t, j))].push_back({t, j});
-  }
-  for (int d = 0; d < n; ++d) {
-    l.send_off.push_back(static_cast<int64_t>(l.perm.size()));
-    for (int32_t e : p.local_experts(d)) {
-      for (const RowRef& row : by_expert[static_cast<size_t>(e)]) l.perm.push_back(row);
-    }
-    l.send_rows.push_back(static_cast<int64_t>(l.perm.size()) - l.send_off[d]);
-  }
-  // The receive buffer is source-major (output_splits); within a source, its perm order.
-  for (int s = 0; s < n; ++s) {
-    l.recv_off.push_back(l.recv_total);
-    l.recv_rows.push_back(plan.rows(s, g));
-    l.recv_total += plan.rows(s, g);
-  }
-  // sort_chunks_by_idxs: chunks (src, local expert) of num_global_tokens_per_local_expert rows,
-  // reordered expert-major.
-  for (int32_t e : p.local_experts(g)) {
-    uint64_t rows = 0;
-    for (int s = 0; s < n; ++s) {
-      int64_t first = l.recv_off[s];
-      for (int32_t prior : p.local_experts(g)) {
-        if (prior == e) break;
-        first += plan.rows_to_expert(s, prior);
-      }
-      for (int64_t i = 0; i < plan.rows_to_expert(s, e); ++i) {
-        l.sorted_expert.push_back(e);
-        l.sorted_from.push_back(first + i);
-      }
-      rows += static_cast<uint64_t>(plan.rows_to_expert(s, e));
-    }
-    l.expert_rows.push_back(rows);
-  }
-  return l;
-}
-
-// The functional buffers of one GPU (null-sized when not functional).
-struct Buffers {
-  RowBuffer permuted, permuted_probs, recv, recv_probs, sorted, sorted_probs, act, y, unsorted, back;
-};
-
 class MegatronTeSystem final : public MoeSystem {
  public:
   explicit MegatronTeSystem(MegatronParams p) : p_(p) {}
@@ -127,8 +63,8 @@ class MegatronTeSystem final : public MoeSystem {
     const int n = cluster.gpus();
     const Workload& w = cluster.workload();
     const uint64_t row_bytes = static_cast<uint64_t>(w.model().row_bytes());
-    for (int g = 0; g < n; ++g) layouts_.push_back(make_layout(w, g));
-    if (FunctionalData* fd = cluster.functional()) make_buffers(*fd);
+    for (int g = 0; g < n; ++g) layouts_.push_back(make_megatron_layout(w, g));
+    fn_ = MegatronTeFunctional::make(cluster, layouts_);
 
     PerPair<uint64_t> rows(n), probs(n);
     for (int s = 0; s < n; ++s) {
@@ -148,11 +84,11 @@ class MegatronTeSystem final : public MoeSystem {
     counts_ = std::make_unique<RingAllGather>(cluster, static_cast<uint64_t>(w.model().experts()) * mp::kLongBytes,
                                               [this](int g) { c_->gpu(g).signal_add(counts_done_[g], 1); });
     dispatch_ = std::make_unique<NcclGroupCall>(cluster, "a2a_dispatch_rows", rows, p_.nccl);
-    dispatch_->set_hooks(nullptr, [this](int s, int d) { dispatch_landed(s, d); });
+    dispatch_->set_hooks(nullptr, [this](int s, int d) { fn_->dispatch_landed(s, d); });
     probs_ = std::make_unique<NcclGroupCall>(cluster, "a2a_dispatch_probs", probs, p_.nccl);
-    probs_->set_hooks(nullptr, [this](int s, int d) { probs_landed(s, d); });
+    probs_->set_hooks(nullptr, [this](int s, int d) { fn_->probs_landed(s, d); });
     combine_ = std::make_unique<NcclGroupCall>(cluster, "a2a_combine_rows", rows.transposed(), p_.nccl);
-    combine_->set_hooks(nullptr, [this](int s, int d) { combine_landed(s, d); });
+    combine_->set_hooks(nullptr, [this](int s, int d) { fn_->combine_landed(s, d); });
     for (int g = 0; g < n; ++g) issue_until_sync(g);
   }
 
@@ -190,7 +126,7 @@ class MegatronTeSystem final : public MoeSystem {
     gpu::Gpu& gp = c.gpu(g);
     gpu::Host& host = c.host(g);
     gpu::Stream& main = c.stream(g);
-    const Layout& l = layouts_[g];
+    const MegatronLayout& l = layouts_[g];
     std::vector<gpu::Stream*>& side = te_streams_[g];
     const size_t used = std::min<size_t>(side.size(), l.expert_rows.size());
     host.framework_op();
@@ -220,11 +156,7 @@ class MegatronTeSystem final : public MoeSystem {
     const uint64_t el = static_cast<uint64_t>(w.placement().local_experts(g).size());
     const uint64_t k = static_cast<uint64_t>(w.model().top_k());
     gpu::Stream& s = c.stream(g);
-    if (FunctionalData* fd = c.functional()) {
-      for (int64_t tok = w.tokens().begin(g); tok < w.tokens().end(g); ++tok) {
-        x_[g].write(tok - w.tokens().begin(g), fd->input_row(tok));
-      }
-    }
+    fn_->input(g);
     launch_megatron_router(c, *k_, g, s, static_cast<int64_t>(t));
     // num_local_tokens_per_expert = routing_map.sum(0): read the [T, E] mask, write E counts.
     op(g, Activity::DataShuffle, k_->memory(g, "tokens_per_expert", t * e * mp::kMaskBytes + e * mp::kLongBytes));
@@ -252,7 +184,7 @@ class MegatronTeSystem final : public MoeSystem {
     op(g, Activity::DataShuffle, k_->memory(g, "permute1_token_ids", mp::token_index_bytes(rows)));
     op(g, Activity::DataShuffle, k_->memory(g, "permute1_probs", mp::probs_gather_bytes(rows)));
     gpu::KernelSpec gather = k_->permute(g, rows, "permute1_rows");
-    gather.on_done = [this, g] { functional_permute1(g); };
+    gather.on_done = [this, g] { fn_->permute1(g); };
     op(g, Activity::DataShuffle, std::move(gather));
     // The host blocks on the copies (the last one is issued with the synchronisation), then
     // issues the rest with the split sizes it now holds.
@@ -265,7 +197,7 @@ class MegatronTeSystem final : public MoeSystem {
   void issue_after_sync(int g) {
     Cluster& c = *c_;
     const Workload& w = c.workload();
-    const Layout& l = layouts_[g];
+    const MegatronLayout& l = layouts_[g];
     const uint64_t row_bytes = static_cast<uint64_t>(w.model().row_bytes());
     const uint64_t in = static_cast<uint64_t>(l.recv_total);
     all_to_all(g, *dispatch_, [this, g](Time start, Time end) {
@@ -274,27 +206,27 @@ class MegatronTeSystem final : public MoeSystem {
     });
     all_to_all(g, *probs_, [](Time, Time) {});
     gpu::KernelSpec sort_rows = k_->memory(g, "sort_chunks_rows", 2 * in * row_bytes);
-    sort_rows.on_done = [this, g] { functional_sort(g); };
+    sort_rows.on_done = [this, g] { fn_->sort(g); };
     op(g, Activity::DataShuffle, std::move(sort_rows));
     gpu::KernelSpec sort_probs = k_->memory(g, "sort_chunks_probs", 2 * in * mp::kProbBytes);
-    sort_probs.on_done = [this, g] { functional_sort_probs(g); };
+    sort_probs.on_done = [this, g] { fn_->sort_probs(g); };
     op(g, Activity::DataShuffle, std::move(sort_probs));
     if (!l.expert_rows.empty()) {  // an explicit expert map may leave a GPU without experts
       grouped_linear(g, true);
       c.host(g).call([this, g] {
         c_->stream(g).callback([this, g] {
           c_->phases(g).gemm1_end = c_->sim().now();
-          functional_gemm1(g);
+          fn_->gemm1(g);
         });
       });
       gpu::KernelSpec act = k_->activation(g, in);
-      act.on_done = [this, g] { functional_activation(g); };
+      act.on_done = [this, g] { fn_->activation(g); };
       op(g, Activity::ExpertCompute, std::move(act));
       grouped_linear(g, false);
-      c.host(g).call([this, g] { c_->stream(g).callback([this, g] { functional_gemm2(g); }); });
+      c.host(g).call([this, g] { c_->stream(g).callback([this, g] { fn_->gemm2(g); }); });
     }
     gpu::KernelSpec unsort = k_->memory(g, "unsort_chunks_rows", 2 * in * row_bytes);
-    unsort.on_done = [this, g] { functional_unsort(g); };
+    unsort.on_done = [this, g] { fn_->unsort(g); };
     op(g, Activity::DataShuffle, std::move(unsort));
     all_to_all(g, *combine_, [this, g](Time start, Time end) {
       c_->phases(g).combine_start = start;
@@ -306,160 +238,19 @@ class MegatronTeSystem final : public MoeSystem {
     gpu::KernelSpec sum = k_->scaling(g, t);
     sum.name = "unpermute_scatter_add";
     sum.on_done = [this, g] {
-      functional_unpermute(g);
+      fn_->unpermute(g);
       c_->layer_done(g);
     };
     op(g, Activity::Scaling, std::move(sum));
   }
 
-  // ---- functional mode: rows move when the mechanism moves them ----
-  void make_buffers(const FunctionalData& fd) {
-    const Workload& w = c_->workload();
-    const int64_t h = fd.hidden(), f = fd.ffn();
-    for (int g = 0; g < c_->gpus(); ++g) {
-      const Layout& l = layouts_[g];
-      const int64_t out = static_cast<int64_t>(l.perm.size()), in = l.recv_total;
-      x_.emplace_back("x", w.tokens().count(g), h);
-      Buffers b;
-      b.permuted = RowBuffer("permuted_tokens", out, h);
-      b.permuted_probs = RowBuffer("permuted_probs", out, 1);
-      b.recv = RowBuffer("global_input_tokens", in, h);
-      b.recv_probs = RowBuffer("global_probs", in, 1);
-      b.sorted = RowBuffer("sorted_tokens", in, h);
-      b.sorted_probs = RowBuffer("sorted_probs", in, 1);
-      b.act = RowBuffer("fc1_activation", in, f);
-      b.y = RowBuffer("expert_output", in, h);
-      b.unsorted = RowBuffer("unsorted_output", in, h);
-      b.back = RowBuffer("combined_tokens", out, h);
-      bufs_.push_back(std::move(b));
-    }
-  }
-
-  void functional_permute1(int g) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    const Workload& w = c_->workload();
-    const Layout& l = layouts_[g];
-    Buffers& b = bufs_[g];
-    for (size_t i = 0; i < l.perm.size(); ++i) {
-      const RowRef& r = l.perm[i];
-      b.permuted.write(static_cast<int64_t>(i), x_[g].read(r.token - w.tokens().begin(g), *fd));
-      const float p = w.routing().weight(r.token, r.slot);
-      b.permuted_probs.write(static_cast<int64_t>(i), &p);
-    }
-  }
-
-  // Rows from s's split for d land at d's output_splits offset for s.
-  void copy_split(int s, int d, RowBuffer Buffers::*from, RowBuffer Buffers::*to) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    const Layout& ls = layouts_[s];
-    const Layout& ld = layouts_[d];
-    const int64_t first = ls.send_off[d];
-    const int64_t count = ls.send_rows[d];
-    for (int64_t i = 0; i < count; ++i) {
-      (bufs_[d].*to)
-          .write(ld.recv_off[s] + i, (bufs_[s].*from).read(first + i, *fd));
-    }
-  }
-  void dispatch_landed(int s, int d) { copy_split(s, d, &Buffers::permuted, &Buffers::recv); }
-  void probs_landed(int s, int d) { copy_split(s, d, &Buffers::permuted_probs, &Buffers::recv_probs); }
-
-  // The combine all-to-all runs with the splits swapped: expert side s returns the rows of
-  // token side d from its output_splits offset to d's input_splits offset.
-  void combine_landed(int s, int d) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    const Layout& ls = layouts_[s];
-    const Layout& ld = layouts_[d];
-    const int64_t first = ls.recv_off[d];
-    for (int64_t i = 0; i < ls.recv_rows[d]; ++i) {
-      bufs_[d].back.write(ld.send_off[s] + i,
-                                               bufs_[s].unsorted.read(first + i, *fd));
-    }
-  }
-
-  void functional_sort(int g) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    const Layout& l = layouts_[g];
-    Buffers& b = bufs_[g];
-    for (size_t j = 0; j < l.sorted_from.size(); ++j) b.sorted.write(static_cast<int64_t>(j), b.recv.read(l.sorted_from[j], *fd));
-  }
-  void functional_sort_probs(int g) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    const Layout& l = layouts_[g];
-    Buffers& b = bufs_[g];
-    for (size_t j = 0; j < l.sorted_from.size(); ++j) {
-      b.sorted_probs.write(static_cast<int64_t>(j), b.recv_probs.read(l.sorted_from[j], *fd));
-    }
-  }
-  void functional_gemm1(int g) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    const Layout& l = layouts_[g];
-    Buffers& b = bufs_[g];
-    std::vector<float> act(static_cast<size_t>(fd->ffn()));
-    for (size_t j = 0; j < l.sorted_expert.size(); ++j) {
-      fd->layer().expert_hidden(l.sorted_expert[j], b.sorted.read(static_cast<int64_t>(j), *fd), act.data());
-      b.act.write(static_cast<int64_t>(j), act.data());
-    }
-  }
-  // The weighted activation: each row's fc1 output scaled by its routing prob.
-  void functional_activation(int g) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    Buffers& b = bufs_[g];
-    std::vector<float> act(static_cast<size_t>(fd->ffn()));
-    for (int64_t j = 0; j < b.act.rows(); ++j) {
-      const float* a = b.act.read(j, *fd);
-      const float p = *b.sorted_probs.read(j, *fd);
-      for (size_t i = 0; i < act.size(); ++i) act[i] = a[i] * p;
-      b.act.write(j, act.data());
-    }
-  }
-  void functional_gemm2(int g) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    const Layout& l = layouts_[g];
-    Buffers& b = bufs_[g];
-    std::vector<float> y(static_cast<size_t>(fd->hidden()));
-    for (size_t j = 0; j < l.sorted_expert.size(); ++j) {
-      fd->layer().expert_output(l.sorted_expert[j], b.act.read(static_cast<int64_t>(j), *fd), y.data());
-      b.y.write(static_cast<int64_t>(j), y.data());
-    }
-  }
-  void functional_unsort(int g) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    const Layout& l = layouts_[g];
-    Buffers& b = bufs_[g];
-    for (size_t j = 0; j < l.sorted_from.size(); ++j) b.unsorted.write(l.sorted_from[j], b.y.read(static_cast<int64_t>(j), *fd));
-  }
-  void functional_unpermute(int g) {
-    FunctionalData* fd = c_->functional();
-    if (!fd) return;
-    const Workload& w = c_->workload();
-    const Layout& l = layouts_[g];
-    const int64_t h = fd->hidden(), first = w.tokens().begin(g);
-    std::vector<float> out(static_cast<size_t>(w.tokens().count(g) * h), 0.0f);
-    for (size_t i = 0; i < l.perm.size(); ++i) {
-      const float* row = bufs_[g].back.read(static_cast<int64_t>(i), *fd);
-      float* o = out.data() + (l.perm[i].token - first) * h;
-      for (int64_t c = 0; c < h; ++c) o[c] += row[c];
-    }
-    for (int64_t t = 0; t < w.tokens().count(g); ++t) fd->set_output_row(first + t, out.data() + t * h);
-  }
-
   MegatronParams p_;
   Cluster* c_ = nullptr;
   std::unique_ptr<SharedKernels> k_;
-  PerGpu<Layout> layouts_;
+  PerGpu<MegatronLayout> layouts_;
+  std::unique_ptr<MegatronTeFunctional> fn_;  // does nothing in timing-only runs
   PerGpu<gpu::SignalId> counts_done_;
   PerGpu<std::vector<gpu::Stream*>> te_streams_;  // TE's GEMM compute streams
-  PerGpu<RowBuffer> x_;
-  PerGpu<Buffers> bufs_;
   std::unique_ptr<RingAllGather> counts_;
   std::unique_ptr<NcclGroupCall> dispatch_, probs_, combine_;
 };

@@ -173,8 +173,9 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::gemm1_program(int g) {
       return gpu::Step::wait(r.data_flag[m], static_cast<int64_t>(bm_ * row_bytes_), gpu::WaitMode::Poll);
     }
     if (b.step == 1) {
-      if (tile_rows(g, li, m) == 0) return gpu::Step::done();  // beyond the count: exit
-      functional_gemm1(g, li, m);
+      const uint64_t rows = tile_rows(g, li, m);
+      if (rows == 0) return gpu::Step::done();  // beyond the count: exit
+      fn_->gemm1(g, li, m, rows);
       begin_work(g, false);
       const gpu::GemmTile t = model.tile((li * tiles_m_ + m) * tiles_n1_ + n);
       return gpu::Step::compute_memory(t.compute, t.hbm_bytes);
@@ -196,7 +197,7 @@ gpu::GemmHooks MoeHubSystemImpl::gemm2_hooks(int g) {
   hooks.after = [this, g](const gpu::GemmTile& t, uint32_t i) {
     Cluster& c = *cluster_;
     if (i == 0) {
-      functional_gemm2(g, t.group, t.tile_row, t.rows);
+      fn_->gemm2(g, t.group, t.tile_row, t.rows, gpus_[g].regions[t.group].source);
       if (!c.phases(g).combine_start) c.phases(g).combine_start = c.sim().now();
     }
     if (i >= t.rows) return gpu::Step::done();
@@ -226,7 +227,7 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::scaling_program(int g, uint
       return gpu::Step::wait(h.combine_flag[b.block], (hi - lo) * k * static_cast<int64_t>(row_bytes_), gpu::WaitMode::Poll);
     }
     if (b.step == 1) {
-      functional_scaling(g, lo, hi);
+      fn_->scaling(g, lo, hi);
       begin_work(g, true);
       return gpu::Step::memory(gpu::memory_bytes::scaling(static_cast<uint64_t>(hi - lo), static_cast<uint64_t>(k),
                                                           static_cast<uint64_t>(c.model().hidden),

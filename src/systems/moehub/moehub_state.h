@@ -1,6 +1,6 @@
 #pragma once
 // Internal to the moehub systems: the per-GPU state the hub reports land in (regions, flags,
-// DAM contexts, functional buffers) and the system class whose program is in
+// DAM contexts) and the system class whose program is in
 // moehub_program.cpp and whose hardware-facing side is in moehub_system.cpp.
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include "hub/hub_config.h"
 #include "platform/functional_data.h"
 #include "systems/moehub/hub_fabric.h"
+#include "systems/moehub/moehub_functional.h"
 #include "systems/moehub/moehub_system.h"
 #include "platform/shared_kernels.h"
 
@@ -63,11 +64,6 @@ struct HubRegion {
   std::vector<int64_t> source;  // per LocalRowID: the RowID read from the metadata column (-1: not landed)
   std::vector<gpu::SignalId> data_flag;  // per M-tile: data bytes landed (polling variants)
   std::vector<gpu::SignalId> meta_flag;  // per M-tile: metadata bytes landed
-  // Functional: rows assembled from packets, then the expert's input and hidden rows.
-  std::vector<uint32_t> row_landed;
-  std::vector<float> stage;
-  RowBuffer input, act;
-  std::vector<uint8_t> gemm1_done, gemm2_done;
 };
 
 struct HubGpu {
@@ -81,9 +77,6 @@ struct HubGpu {
   uint64_t combine_landed = 0;
   uint32_t tokens_per_group = 1;
   std::vector<gpu::SignalId> combine_flag;  // per scaling block (polling variants)
-  std::vector<uint32_t> slot_landed;
-  std::vector<float> combine_stage;
-  RowBuffer combine;
   // Activity: intervals where at least one GEMM1 tile / scaling block works.
   uint32_t computing = 0, scaling_blocks = 0;
   Time computing_since, scaling_since;
@@ -109,9 +102,6 @@ class MoeHubSystemImpl final : public MoeSystem, public HubListener {
   uint64_t tile_rows(int g, size_t li, uint64_t m) const;
   void begin_work(int g, bool scaling);
   void end_work(int g, bool scaling);
-  void functional_gemm1(int g, size_t li, uint64_t m);
-  void functional_gemm2(int g, size_t li, uint64_t m, uint64_t rows);
-  void functional_scaling(int g, int64_t first, int64_t last);
 
   // The program (moehub_program.cpp).
   void allocate_regions(int g);
@@ -133,7 +123,7 @@ class MoeHubSystemImpl final : public MoeSystem, public HubListener {
   uint64_t tiles_per_group_ = 1, groups_per_region_ = 0;  // GEMM1 M-tiles per DAM group
   uint32_t bm_ = 0, bn_ = 0;
   uint64_t dam_blocks_ = 0;  // thread blocks the DAM released or retired
-  std::vector<std::vector<float>> combine_payload_;  // functional: per RowID, GEMM2's output row
+  std::unique_ptr<MoeHubFunctional> fn_;  // does nothing in timing-only runs
 };
 
 }  // namespace moehub

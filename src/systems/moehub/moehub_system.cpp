@@ -1,6 +1,6 @@
 // The hardware-facing side of the moehub systems: building the hubs, what happens when a
-// write lands (DAM acknowledgement or polling flag, metadata column, functional row
-// assembly), DAM signals to the thread-block dispatcher, and the statistics. The program the
+// write lands (DAM acknowledgement or polling flag, metadata column, and the functional
+// companion's row assembly), DAM signals to the thread-block dispatcher, and the statistics. The program the
 // GPUs run is in moehub_program.cpp.
 
 #include <algorithm>
@@ -155,41 +155,28 @@ void MoeHubSystemImpl::build(Cluster& cluster) {
   tiles_per_group_ = z.tiles_per_group;
   groups_per_region_ = z.groups_per_region;
   tiles_n1_ = (static_cast<uint64_t>(m.gemm1_cols()) + bn_ - 1) / bn_;
-  const Workload& w = cluster.workload();
   const int n = cluster.gpus();
   fabric_ = std::make_unique<HubFabric>(
       cluster, hub_, HubFabricConfig{v_.rpm, p_.dispatch_transaction_bytes, p_.epilogue_transaction_bytes}, *this);
   kernels_ = std::make_unique<SharedKernels>(cluster);
   region_of_expert_.assign(static_cast<size_t>(m.experts()), MallocId{});
   gpus_.resize(n);
-  if (FunctionalData* fd = cluster.functional()) {
-    combine_payload_.assign(static_cast<size_t>(w.routing().rows()), {});
-    (void)fd;
-  }
+  fn_ = MoeHubFunctional::make(cluster, capacity_, row_bytes_, bm_);
 }
 
 // The hardware side of one consumer GPU after its program made its regions: flags, the DAM
-// contexts the compiler programs from the GEMM1 and scaling tilings, functional buffers.
+// contexts the compiler programs from the GEMM1 and scaling tilings.
 void MoeHubSystemImpl::prepare_gpu(int g) {
   Cluster& c = *cluster_;
   HubGpu& h = gpus_[g];
   const int64_t tokens = c.workload().tokens().count(g);
   const int64_t k = c.model().top_k();
-  FunctionalData* fd = c.functional();
   for (size_t li = 0; li < h.regions.size(); ++li) {
     HubRegion& r = h.regions[li];
     r.source.assign(capacity_, -1);
     for (uint64_t m = 0; m < tiles_m_; ++m) {
       r.data_flag.push_back(c.gpu(g).create_signal(fmt::format("e{}.tile{}.data", r.expert, m)));
       r.meta_flag.push_back(c.gpu(g).create_signal(fmt::format("e{}.tile{}.meta", r.expert, m)));
-    }
-    r.gemm1_done.assign(tiles_m_, 0);
-    r.gemm2_done.assign(tiles_m_, 0);
-    if (fd) {
-      r.row_landed.assign(capacity_, 0);
-      r.stage.assign(capacity_ * static_cast<uint64_t>(fd->hidden()), 0.0f);
-      r.input = RowBuffer(fmt::format("gpu{}.expert{}.input", g, r.expert), static_cast<int64_t>(capacity_), fd->hidden());
-      r.act = RowBuffer(fmt::format("gpu{}.expert{}.hidden", g, r.expert), static_cast<int64_t>(capacity_), fd->ffn());
     }
   }
   // Scaling blocks: at most one DAM table of groups, at most one per token.
@@ -217,11 +204,6 @@ void MoeHubSystemImpl::prepare_gpu(int g) {
     const uint64_t blocks = (static_cast<uint64_t>(tokens) + h.tokens_per_group - 1) / h.tokens_per_group;
     for (uint64_t b = 0; b < blocks; ++b) h.combine_flag.push_back(c.gpu(g).create_signal(fmt::format("combine{}", b)));
   }
-  if (fd) {
-    h.slot_landed.assign(slots, 0);
-    h.combine_stage.assign(slots * static_cast<uint64_t>(fd->hidden()), 0.0f);
-    h.combine = RowBuffer(fmt::format("gpu{}.combine", g), static_cast<int64_t>(slots), fd->hidden());
-  }
 }
 
 void MoeHubSystemImpl::on_gemm1_signal(int g, const DamSignal& s) {
@@ -241,14 +223,12 @@ void MoeHubSystemImpl::on_gemm1_signal(int g, const DamSignal& s) {
 void MoeHubSystemImpl::on_landed(int g, const LandedWrite& w) {
   Cluster& c = *cluster_;
   HubGpu& h = gpus_[g];
-  FunctionalData* fd = c.functional();
   const int64_t k = c.model().top_k();
   if (w.rowsp) {
-    HubRegion* r = nullptr;
-    for (HubRegion& x : h.regions) {
-      if (x.id.region() == w.region) r = &x;
-    }
-    if (!r) throw std::logic_error(fmt::format("GPU {}: st.rowsp landed in unknown region {}", g, w.region));
+    size_t li = 0;
+    while (li < h.regions.size() && h.regions[li].id.region() != w.region) ++li;
+    if (li == h.regions.size()) throw std::logic_error(fmt::format("GPU {}: st.rowsp landed in unknown region {}", g, w.region));
+    HubRegion* r = &h.regions[li];
     const uint64_t lr = w.local_row_id;
     const uint64_t m = lr / bm_;
     r->rows_allocated = std::max(r->rows_allocated, lr + 1);
@@ -260,14 +240,7 @@ void MoeHubSystemImpl::on_landed(int g, const LandedWrite& w) {
     }
     r->data_landed += w.bytes;
     if (!v_.dam) c.gpu(g).signal_add(r->data_flag[m], w.bytes);
-    if (fd) {  // the packet's slice of the producer's row, placed at its LocalRowID
-      const int64_t eb = c.model().dtype_bytes;
-      const int64_t token = static_cast<int64_t>(w.row_id) / k;
-      const int64_t first = static_cast<int64_t>(w.row_offset) / eb, count = static_cast<int64_t>(w.bytes) / eb;
-      std::copy_n(fd->input_row(token) + first, count, r->stage.begin() + static_cast<int64_t>(lr) * fd->hidden() + first);
-      r->row_landed[lr] += w.bytes;
-      if (r->row_landed[lr] == row_bytes_) r->input.write(static_cast<int64_t>(lr), r->stage.data() + lr * static_cast<uint64_t>(fd->hidden()));
-    }
+    fn_->row_slice(g, li, w);
     check_all_arrived(g);
     return;
   }
@@ -290,17 +263,7 @@ void MoeHubSystemImpl::on_landed(int g, const LandedWrite& w) {
   h.combine_landed += w.bytes;
   if (v_.dam) h.dam_scaling->on_write_ack(w.address, w.bytes);
   else c.gpu(g).signal_add(h.combine_flag[slot / static_cast<uint64_t>(k) / h.tokens_per_group], w.bytes);
-  if (fd) {
-    const int64_t eb = c.model().dtype_bytes;
-    const int64_t row_id = (c.workload().tokens().begin(g) + static_cast<int64_t>(slot) / k) * k + static_cast<int64_t>(slot) % k;
-    const std::vector<float>& y = combine_payload_.at(static_cast<size_t>(row_id));
-    if (y.empty()) throw std::logic_error(fmt::format("combine row {} landed before GEMM2 computed it", row_id));
-    const uint64_t col = (w.address - HubAddressMap::kCombineBase) % row_bytes_;
-    const int64_t first = static_cast<int64_t>(col) / eb, count = static_cast<int64_t>(w.bytes) / eb;
-    std::copy_n(y.begin() + first, count, h.combine_stage.begin() + static_cast<int64_t>(slot) * fd->hidden() + first);
-    h.slot_landed[slot] += w.bytes;
-    if (h.slot_landed[slot] == row_bytes_) h.combine.write(static_cast<int64_t>(slot), h.combine_stage.data() + slot * static_cast<uint64_t>(fd->hidden()));
-  }
+  fn_->combine_slice(g, slot, w);
   const uint64_t slots = static_cast<uint64_t>(c.workload().tokens().count(g) * k);
   if (h.combine_landed == slots * row_bytes_) c.phases(g).combine_end = c.sim().now();
 }
@@ -343,45 +306,6 @@ void MoeHubSystemImpl::end_work(int g, bool scaling) {
   if (--n == 0) {
     cluster_->log(g, scaling ? Activity::Scaling : Activity::ExpertCompute, scaling ? h.scaling_since : h.computing_since,
                   cluster_->sim().now());
-  }
-}
-
-void MoeHubSystemImpl::functional_gemm1(int g, size_t li, uint64_t m) {
-  FunctionalData* fd = cluster_->functional();
-  HubRegion& r = gpus_[g].regions[li];
-  if (!fd || r.gemm1_done[m]) return;
-  r.gemm1_done[m] = 1;
-  std::vector<float> act(static_cast<size_t>(fd->ffn()));
-  for (uint64_t lr = m * bm_; lr < m * bm_ + tile_rows(g, li, m); ++lr) {
-    fd->layer().expert_hidden(r.expert, r.input.read(static_cast<int64_t>(lr), *fd), act.data());
-    r.act.write(static_cast<int64_t>(lr), act.data());
-  }
-}
-
-void MoeHubSystemImpl::functional_gemm2(int g, size_t li, uint64_t m, uint64_t rows) {
-  FunctionalData* fd = cluster_->functional();
-  HubRegion& r = gpus_[g].regions[li];
-  if (!fd || r.gemm2_done[m]) return;
-  r.gemm2_done[m] = 1;
-  for (uint64_t lr = m * bm_; lr < m * bm_ + rows; ++lr) {
-    std::vector<float> y(static_cast<size_t>(fd->hidden()));
-    fd->layer().expert_output(r.expert, r.act.read(static_cast<int64_t>(lr), *fd), y.data());
-    if (r.source[lr] < 0) {
-      fd->fail(fmt::format("gpu{} expert {} row {}: metadata read before it landed", g, r.expert, lr));
-      continue;
-    }
-    combine_payload_.at(static_cast<size_t>(r.source[lr])) = std::move(y);
-  }
-}
-
-void MoeHubSystemImpl::functional_scaling(int g, int64_t first, int64_t last) {
-  FunctionalData* fd = cluster_->functional();
-  if (!fd) return;
-  HubGpu& h = gpus_[g];
-  const Routing& routing = cluster_->workload().routing();
-  const int64_t k = routing.top_k(), begin = cluster_->workload().tokens().begin(g);
-  for (int64_t t = first; t < last; ++t) {
-    fd->combine_token(begin + t, [&](int64_t j) { return h.combine.read(t * k + j, *fd); });
   }
 }
 

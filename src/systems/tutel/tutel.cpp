@@ -22,6 +22,7 @@
 #include "platform/nccl_group_call.h"
 #include "platform/shared_kernels.h"
 #include "systems/tutel/tutel_capacity.h"
+#include "systems/tutel/tutel_functional.h"
 #include "systems/tutel/tutel_system.h"
 
 namespace moehub {
@@ -142,7 +143,13 @@ class TutelSystem final : public MoeSystem {
       // simple_all_reduce(MAX) of one int32, modelled as each GPU sending it to every GPU.
       capacity_reduce_ = std::make_unique<NcclGroupCall>(c, "tutel_capacity_allreduce", PerPair<uint64_t>(n_, kIndexBytes), cfg_.nccl);
     }
-    if (c.functional()) setup_functional();
+    fn_ = TutelFunctional::make(c, *slots_, chunk_);
+    for (int i = 0; i < degree_; ++i) {
+      scatter_[u(i)]->set_hooks([this, i](int s, int d) { fn_->scatter(s, d, i, false); },
+                                [this, i](int s, int d) { fn_->scatter(s, d, i, true); });
+      gather_[u(i)]->set_hooks([this, i](int s, int d) { fn_->gather(s, d, i, false); },
+                               [this, i](int s, int d) { fn_->gather(s, d, i, true); });
+    }
     for (int g = 0; g < n_; ++g) issue(g);
   }
 
@@ -203,11 +210,11 @@ class TutelSystem final : public MoeSystem {
     // fast_encode: zeroed [E * capacity, H] buffer, then one scatter kernel per slot.
     const uint64_t buffer_rows = e * u(capacity_);
     gpu::KernelSpec zero = k.memory(g, "tutel_encode_zeros", buffer_rows * h * eb);
-    zero.on_done = [this, g] { functional_zero(g); };
+    zero.on_done = [this, g] { fn_->zero(g); };
     c.op(g, s, Activity::DataShuffle, std::move(zero));
     for (int64_t j = 0; j < m.top_k(); ++j) {
       gpu::KernelSpec sc = k.permute(g, t, "tutel_encode_scatter");
-      sc.on_done = [this, g, j] { functional_encode(g, j); };
+      sc.on_done = [this, g, j] { fn_->encode(g, j); };
       c.op(g, s, Activity::DataShuffle, std::move(sc));
     }
 
@@ -234,16 +241,16 @@ class TutelSystem final : public MoeSystem {
       host.wait(s, arrived[u(i)]);
       if (el > 0) {
         gpu::KernelSpec pre = k.permute(g, u(el) * chunk_rows, "tutel_pre_expert_permute");
-        pre.on_done = [this, g, i] { functional_pre_permute(g, i); };
+        pre.on_done = [this, g, i] { fn_->pre_permute(g, i); };
         c.op(g, s, Activity::DataShuffle, std::move(pre));
         const std::vector<uint64_t> rows(u(el), chunk_rows);
-        gpu::KernelSpec g1 = k.gemm1_model(rows).kernel("tutel_gemm1", gemm1_hooks(g, i));
+        gpu::KernelSpec g1 = k.gemm1_model(rows).kernel("tutel_gemm1", fn_->gemm_hooks(g, i, true));
         if (i == degree_ - 1) g1.on_done = [&c, g] { c.phases(g).gemm1_end = c.sim().now(); };
         c.op(g, s, Activity::ExpertCompute, std::move(g1));
         c.op(g, s, Activity::ExpertCompute, k.activation(g, u(el) * chunk_rows));
-        c.op(g, s, Activity::ExpertCompute, k.gemm2_model(rows).kernel("tutel_gemm2", gemm2_hooks(g, i)));
+        c.op(g, s, Activity::ExpertCompute, k.gemm2_model(rows).kernel("tutel_gemm2", fn_->gemm_hooks(g, i, false)));
         gpu::KernelSpec post = k.permute(g, u(el) * chunk_rows, "tutel_post_expert_permute");
-        post.on_done = [this, g, i] { functional_post_permute(g, i); };
+        post.on_done = [this, g, i] { fn_->post_permute(g, i); };
         c.op(g, s, Activity::DataShuffle, std::move(post));
       }
       host.record(s, computed[u(i)]);
@@ -261,7 +268,7 @@ class TutelSystem final : public MoeSystem {
     for (int64_t j = 0; j < m.top_k(); ++j) c.op(g, s, Activity::DataShuffle, k.permute(g, t, "tutel_decode_gather"));
     gpu::KernelSpec sc = k.scaling(g, t);
     sc.on_done = [this, g] {
-      functional_decode(g);
+      fn_->decode(g);
       cluster_->layer_done(g);
     };
     c.op(g, s, Activity::Scaling, std::move(sc));
@@ -278,170 +285,6 @@ class TutelSystem final : public MoeSystem {
     if (i == degree_ - 1) p.combine_end = cluster_->sim().now();
   }
 
-  // --- functional mode: real rows through the padded buffers ---
-  // disp[g]:  [E][capacity] encoded rows (zeros where nothing was placed)
-  // recv[g]:  [src][local expert][capacity] rows received by the scatter all-to-all
-  // xin[g]:   [local expert][src][capacity] after pre_expert_permute
-  // act[g], yout[g]: GEMM1 (+activation) and GEMM2 outputs, indexed like xin
-  // ysend[g]: [src][local expert][capacity] after post_expert_permute
-  // comb[g]:  [E][capacity] the combined rows back at the source GPU
-  struct Buffers {
-    RowBuffer disp, recv, xin, act, yout, ysend, comb;
-  };
-
-  void setup_functional() {
-    Cluster& c = *cluster_;
-    FunctionalData& fd = *c.functional();
-    const Workload& w = c.workload();
-    const int64_t h = fd.hidden(), f = fd.ffn(), e = w.model().experts();
-    for (int g = 0; g < n_; ++g) {
-      const int64_t local_rows = int64_t{local(g)} * n_ * capacity_;
-      buffers_.push_back(Buffers{RowBuffer(fmt::format("tutel gpu{} dispatch", g), e * capacity_, h),
-                                 RowBuffer(fmt::format("tutel gpu{} received", g), local_rows, h),
-                                 RowBuffer(fmt::format("tutel gpu{} expert input", g), local_rows, h),
-                                 RowBuffer(fmt::format("tutel gpu{} activation", g), local_rows, f),
-                                 RowBuffer(fmt::format("tutel gpu{} expert output", g), local_rows, h),
-                                 RowBuffer(fmt::format("tutel gpu{} combine send", g), local_rows, h),
-                                 RowBuffer(fmt::format("tutel gpu{} combined", g), e * capacity_, h)});
-    }
-    // The reference drops the same (token, slot) rows: Tutel's capacity semantics.
-    for (int64_t t = 0; t < w.routing().tokens(); ++t) {
-      std::vector<int64_t> dropped;
-      for (int64_t j = 0; j < w.routing().top_k(); ++j) {
-        if (slots_->dropped(t, j)) dropped.push_back(j);
-      }
-      if (!dropped.empty()) fd.expect_dropped(t, dropped);
-    }
-    for (int i = 0; i < degree_; ++i) {
-      scatter_[u(i)]->set_hooks([this, i](int s, int d) { move_scatter(s, d, i, false); },
-                                [this, i](int s, int d) { move_scatter(s, d, i, true); });
-      gather_[u(i)]->set_hooks([this, i](int s, int d) { move_gather(s, d, i, false); },
-                               [this, i](int s, int d) { move_gather(s, d, i, true); });
-    }
-  }
-
-  Buffers* buf(int g) { return cluster_->functional() ? &buffers_[g] : nullptr; }
-  int64_t chunk_slot(int i, int64_t c) const { return i * chunk_ + c; }
-
-  void functional_zero(int g) {
-    Buffers* b = buf(g);
-    if (!b) return;
-    const std::vector<float> zeros(u(b->disp.cols()), 0.0f);
-    for (int64_t r = 0; r < b->disp.rows(); ++r) b->disp.write(r, zeros.data());
-  }
-
-  void functional_encode(int g, int64_t j) {
-    Buffers* b = buf(g);
-    if (!b) return;
-    const Workload& w = cluster_->workload();
-    for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
-      if (slots_->dropped(t, j)) continue;
-      b->disp.write(w.routing().expert(t, j) * capacity_ + slots_->location(t, j), cluster_->functional()->input_row(t));
-    }
-  }
-
-  // Scatter chunk i from s to d: s's rows for d's experts, slots of chunk i. Read at the
-  // start (the sender's buffer must be encoded), written into d's receive buffer on delivery.
-  void move_scatter(int s, int d, int i, bool deliver) {
-    FunctionalData& fd = *cluster_->functional();
-    const auto& experts = cluster_->workload().placement().local_experts(d);
-    for (size_t l = 0; l < experts.size(); ++l) {
-      for (int64_t c = 0; c < chunk_; ++c) {
-        const int64_t slot = chunk_slot(i, c);
-        const float* row = buffers_[s].disp.read(experts[l] * capacity_ + slot, fd);
-        if (deliver) buffers_[d].recv.write((s * int64_t{local(d)} + static_cast<int64_t>(l)) * capacity_ + slot, row);
-      }
-    }
-  }
-
-  void move_gather(int s, int d, int i, bool deliver) {
-    // s holds the experts; d is the source GPU the rows return to.
-    FunctionalData& fd = *cluster_->functional();
-    const auto& experts = cluster_->workload().placement().local_experts(s);
-    for (size_t l = 0; l < experts.size(); ++l) {
-      for (int64_t c = 0; c < chunk_; ++c) {
-        const int64_t slot = chunk_slot(i, c);
-        const float* row = buffers_[s].ysend.read((d * int64_t{local(s)} + static_cast<int64_t>(l)) * capacity_ + slot, fd);
-        if (deliver) buffers_[d].comb.write(experts[l] * capacity_ + slot, row);
-      }
-    }
-  }
-
-  // Chunk i's rows between the all-to-all layout [src][local expert][capacity] and the expert
-  // layout [local expert][src][capacity]: before the experts (recv -> xin) and after (yout -> ysend).
-  void functional_pre_permute(int g, int i) { functional_permute(g, i, &Buffers::recv, &Buffers::xin, true); }
-  void functional_post_permute(int g, int i) { functional_permute(g, i, &Buffers::yout, &Buffers::ysend, false); }
-
-  void functional_permute(int g, int i, RowBuffer Buffers::*from, RowBuffer Buffers::*to, bool to_experts) {
-    Buffers* b = buf(g);
-    if (!b) return;
-    FunctionalData& fd = *cluster_->functional();
-    for (int l = 0; l < local(g); ++l) {
-      for (int s = 0; s < n_; ++s) {
-        const int64_t by_expert = (int64_t{l} * n_ + s) * capacity_, by_source = (int64_t{s} * local(g) + l) * capacity_;
-        for (int64_t c = 0; c < chunk_; ++c) {
-          const int64_t slot = chunk_slot(i, c);
-          const int64_t src = (to_experts ? by_source : by_expert) + slot, dst = (to_experts ? by_expert : by_source) + slot;
-          ((*b).*to).write(dst, ((*b).*from).read(src, fd));
-        }
-      }
-    }
-  }
-
-  // Row r of local expert l's GEMM rows in chunk i: source r / chunk, slot i * chunk + r % chunk.
-  int64_t gemm_row_index(int l, int i, int64_t r) const {
-    return (int64_t{l} * n_ + r / chunk_) * capacity_ + chunk_slot(i, r % chunk_);
-  }
-
-  // The first tile column of each tile row computes that row block when it is dispatched:
-  // `row(fd, expert, buffers, index, out)` for each of its rows, `out` holding `width` floats.
-  template <typename Row>
-  gpu::GemmHooks row_block_hooks(int g, int i, int64_t (FunctionalData::*width)() const, Row row) {
-    if (!cluster_->functional()) return {};
-    gpu::GemmHooks hooks;
-    hooks.before = [this, g, i, width, row](const gpu::GemmTile& tile) -> std::optional<gpu::Step> {
-      if (tile.tile_col != 0) return std::nullopt;
-      FunctionalData& fd = *cluster_->functional();
-      Buffers& b = buffers_[g];
-      const int64_t expert = cluster_->workload().placement().local_experts(g)[tile.group];
-      const int64_t bm = static_cast<int64_t>(cluster_->gpu_config().gemm_tile.m);
-      std::vector<float> out(u((fd.*width)()));
-      for (int64_t r = static_cast<int64_t>(tile.tile_row) * bm; r < static_cast<int64_t>(tile.tile_row) * bm + static_cast<int64_t>(tile.rows); ++r) {
-        row(fd, expert, b, gemm_row_index(static_cast<int>(tile.group), i, r), out.data());
-      }
-      return std::nullopt;
-    };
-    return hooks;
-  }
-
-  gpu::GemmHooks gemm1_hooks(int g, int i) {
-    return row_block_hooks(g, i, &FunctionalData::ffn, [](FunctionalData& fd, int64_t expert, Buffers& b, int64_t idx, float* act) {
-      fd.layer().expert_hidden(expert, b.xin.read(idx, fd), act);
-      b.act.write(idx, act);
-    });
-  }
-
-  gpu::GemmHooks gemm2_hooks(int g, int i) {
-    return row_block_hooks(g, i, &FunctionalData::hidden, [](FunctionalData& fd, int64_t expert, Buffers& b, int64_t idx, float* y) {
-      fd.layer().expert_output(expert, b.act.read(idx, fd), y);
-      b.yout.write(idx, y);
-    });
-  }
-
-  // fast_decode: each kept slot's row from (expert, location), weighted; dropped slots add 0.
-  void functional_decode(int g) {
-    Buffers* b = buf(g);
-    if (!b) return;
-    FunctionalData& fd = *cluster_->functional();
-    const Workload& w = cluster_->workload();
-    for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
-      fd.combine_token(t, [&](int64_t j) -> const float* {
-        if (slots_->dropped(t, j)) return nullptr;
-        return b->comb.read(w.routing().expert(t, j) * capacity_ + slots_->location(t, j), fd);
-      });
-    }
-  }
-
   TutelConfig cfg_;
   Cluster* cluster_ = nullptr;
   int n_ = 0;
@@ -452,7 +295,7 @@ class TutelSystem final : public MoeSystem {
   std::unique_ptr<TutelSlots> slots_;
   std::vector<std::unique_ptr<NcclGroupCall>> scatter_, gather_;
   std::unique_ptr<NcclGroupCall> capacity_reduce_;
-  PerGpu<Buffers> buffers_;
+  std::unique_ptr<TutelFunctional> fn_;  // does nothing in timing-only runs
 };
 
 
