@@ -229,6 +229,49 @@ FigureOutput address_resolution(const FigureSpec& spec, const FigureRuns& r) {
   return out;
 }
 
+// Fig. 17: FLOPS per system over GPU counts, normalised to its own run at the fewest GPUs.
+FigureOutput scaling_figure(const FigureSpec& spec, const FigureRuns& r) {
+  FigureOutput out;
+  const Getter tflops = [&r](size_t p, const std::string& s) -> std::optional<double> {
+    const auto t = r.value(p, s, "layer_us");
+    const auto f = r.value(p, s, "moe_flops");
+    if (!t || !f || *t <= 0) return std::nullopt;
+    return *f / (*t * 1e-6) / 1e12;
+  };
+  const Getter normalised = [&r, tflops](size_t p, const std::string& s) -> std::optional<double> {
+    const auto base = scaling_base(r, p);
+    return base ? ratio(tflops(p, s), tflops(*base, s)) : std::nullopt;
+  };
+  const Getter ideal = [&r](size_t p, const std::string&) -> std::optional<double> {
+    const auto base = scaling_base(r, p);
+    if (!base) return std::nullopt;
+    return static_cast<double>(r.points[p].gpus) / static_cast<double>(r.points[*base].gpus);
+  };
+  out.csvs.push_back({spec.name + ".csv", long_table(r, {{"moe_tflops", tflops},
+                                                         {"normalised_flops", normalised},
+                                                         {"ideal_scaling", ideal}})});
+  Plot plot;
+  plot.title = spec.title;
+  plot.columns = 2;
+  plot.note = r.missing_note();
+  for (const auto& [model, points] : by_model(r)) {
+    PlotPanel panel;
+    panel.title = model;
+    panel.xlabel = "GPU scaling (x the smallest count)";
+    panel.ylabel = "normalised FLOPS";
+    for (size_t p : points) panel.x.push_back(nan_if_empty(ideal(p, "")));
+    for (const auto& sys : r.systems_with_data()) {
+      PlotSeries s{sys, {}, false};
+      for (size_t p : points) s.y.push_back(nan_if_empty(normalised(p, sys)));
+      panel.series.push_back(std::move(s));
+    }
+    panel.series.push_back(PlotSeries{"ideal scaling", panel.x, true});
+    plot.panels.push_back(std::move(panel));
+  }
+  out.plot = std::move(plot);
+  return out;
+}
+
 }  // namespace
 
 FigureOutput build_sweep_figure(const FigureSpec& spec, const FigureRuns& r) {
@@ -273,43 +316,7 @@ FigureOutput build_sweep_figure(const FigureSpec& spec, const FigureRuns& r) {
     out.plot = bar_plot(r, "routing_to_gemm1_us", "routing to end of GEMM1 (us)",
                         [](const SweepPoint& p) { return fmt::format("{} tokens", p.tokens); }, 3);
   } else if (k == "fig17") {
-    const Getter tflops = [&r](size_t p, const std::string& s) -> std::optional<double> {
-      const auto t = r.value(p, s, "layer_us");
-      const auto f = r.value(p, s, "moe_flops");
-      if (!t || !f || *t <= 0) return std::nullopt;
-      return *f / (*t * 1e-6) / 1e12;
-    };
-    const Getter normalised = [&r, tflops](size_t p, const std::string& s) -> std::optional<double> {
-      const auto base = scaling_base(r, p);
-      return base ? ratio(tflops(p, s), tflops(*base, s)) : std::nullopt;
-    };
-    const Getter ideal = [&r](size_t p, const std::string&) -> std::optional<double> {
-      const auto base = scaling_base(r, p);
-      if (!base) return std::nullopt;
-      return static_cast<double>(r.points[p].gpus) / static_cast<double>(r.points[*base].gpus);
-    };
-    out.csvs.push_back({spec.name + ".csv", long_table(r, {{"moe_tflops", tflops},
-                                                           {"normalised_flops", normalised},
-                                                           {"ideal_scaling", ideal}})});
-    Plot plot;
-    plot.title = spec.title;
-    plot.columns = 2;
-    plot.note = r.missing_note();
-    for (const auto& [model, points] : by_model(r)) {
-      PlotPanel panel;
-      panel.title = model;
-      panel.xlabel = "GPU scaling (x the smallest count)";
-      panel.ylabel = "normalised FLOPS";
-      for (size_t p : points) panel.x.push_back(nan_if_empty(ideal(p, "")));
-      for (const auto& sys : r.systems_with_data()) {
-        PlotSeries s{sys, {}, false};
-        for (size_t p : points) s.y.push_back(nan_if_empty(normalised(p, sys)));
-        panel.series.push_back(std::move(s));
-      }
-      panel.series.push_back(PlotSeries{"ideal scaling", panel.x, true});
-      plot.panels.push_back(std::move(panel));
-    }
-    out.plot = std::move(plot);
+    out = scaling_figure(spec, r);
   } else {
     throw std::logic_error("no builder for figure kind " + k);
   }

@@ -16,6 +16,8 @@ auto in(Unit HubConfig::*unit, M member) {
 
 void declare_logic_area(ParamTable<HubConfig>& t);
 
+void declare_storage_area(ParamTable<HubConfig>& t);
+
 ParamTable<HubConfig> hub_table() {
   ParamTable<HubConfig> t;
   t.frequency("hub.clock", &HubConfig::clock, "Clock of the hub's structures; hub latencies are counted in its cycles")
@@ -94,6 +96,13 @@ ParamTable<HubConfig> hub_table() {
       .at_least(0)
       .in_unit("cycles");
 
+  declare_storage_area(t);
+  declare_logic_area(t);
+  return t;
+}
+
+// hub.area.*: the storage side of `moehub area` (the logic side is declare_logic_area).
+void declare_storage_area(ParamTable<HubConfig>& t) {
   const auto area = [](auto m) { return in(&HubConfig::area, m); };
   t.integer("hub.area.technology_nm", area(&AreaConfig::technology_nm), "Technology node of the area estimate")
       .range(1, 1000)
@@ -114,8 +123,6 @@ ParamTable<HubConfig> hub_table() {
       .positive()
       .at_most(1e5)
       .in_unit("mm^2");
-  declare_logic_area(t);
-  return t;
 }
 
 // The logic estimate's cell areas (7 nm standard cells) and placement.
