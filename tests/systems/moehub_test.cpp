@@ -43,7 +43,7 @@ struct LayerSetup {
   }
 };
 
-nlohmann::json hub(const SystemOutcome& o) { return o.result.stats.at("hub"); }
+const nlohmann::json& hub(const SystemOutcome& o) { return o.result.stats.at("hub"); }
 
 // 512 tokens of a narrowed Mixtral-8x7B (hidden 1024: 2 KiB rows) on 8 GPUs: 1024 rows, about
 // 128 per expert; small enough to simulate in well under a second.
