@@ -85,6 +85,41 @@ SweepRunner::SweepRunner(const ConfigSource& configs, const ResultCache& cache, 
     : configs_(configs), cache_(cache), binary_(std::move(binary)), jobs_(std::max(1u, jobs)),
       progress_(progress) {}
 
+namespace {
+// One system at one point, simulated and stored in the cache; a UserError marks it unsupported.
+RunOutcome compute_run(const RunRequest& req, const Config& cfg, const std::string& key, const ResultCache& cache,
+                       const std::string& binary) {
+  RunOutcome o;
+  o.key = key;
+  try {
+    const SystemEntry* entry = find_system(req.system);
+    if (!entry) throw std::logic_error("system '" + req.system + "' is not registered");
+    const ModelShape model = ModelShape::from(cfg);
+    const Workload workload = Workload::build(WorkloadConfig::from(cfg), model);
+    ExperimentOptions options;
+    options.threads = 1;  // parallelism is over runs
+    std::vector<SystemOutcome> out = run_experiment(cfg, workload, {entry}, options);
+    o.result = std::move(out.at(0).result);
+    // Comparisons between systems are the figures' job; one run has nothing to compare.
+    o.result.moehub_speedup.reset();
+    o.result.fraction_of_ideal.reset();
+    o.moe_flops = static_cast<double>(RunParams::from(cfg).tokens) *
+                  (static_cast<double>(model.top_k()) * static_cast<double>(model.expert_flops_per_row()) +
+                   static_cast<double>(model.router_flops_per_token()));
+    cache.store(o.key, {{"result", o.result.to_json()}, {"moe_flops", o.moe_flops}, {"point", req.point.label()}},
+                binary, req.system);
+    o.ok = true;
+  } catch (const UserError& e) {
+    o.error = e.what();
+    o.unsupported = true;
+  } catch (const std::exception& e) {
+    o.error = e.what();
+  }
+  return o;
+}
+
+}  // namespace
+
 std::vector<RunOutcome> SweepRunner::run(const std::vector<RunRequest>& requests) {
   const auto start = Clock::now();
   summary_ = SweepSummary{};
@@ -143,33 +178,8 @@ std::vector<RunOutcome> SweepRunner::run(const std::vector<RunRequest>& requests
     const size_t i = todo[t];
     const RunRequest& req = requests[i];
     const Config& cfg = *prepared[i].config;
-    RunOutcome o;
-    o.key = prepared[i].key;
     const auto run_start = Clock::now();
-    try {
-      const SystemEntry* entry = find_system(req.system);
-      if (!entry) throw std::logic_error("system '" + req.system + "' is not registered");
-      const ModelShape model = ModelShape::from(cfg);
-      const Workload workload = Workload::build(WorkloadConfig::from(cfg), model);
-      ExperimentOptions options;
-      options.threads = 1;  // parallelism is over runs
-      std::vector<SystemOutcome> out = run_experiment(cfg, workload, {entry}, options);
-      o.result = std::move(out.at(0).result);
-      // Comparisons between systems are the figures' job; one run has nothing to compare.
-      o.result.moehub_speedup.reset();
-      o.result.fraction_of_ideal.reset();
-      o.moe_flops = static_cast<double>(RunParams::from(cfg).tokens) *
-                    (static_cast<double>(model.top_k()) * static_cast<double>(model.expert_flops_per_row()) +
-                     static_cast<double>(model.router_flops_per_token()));
-      cache_.store(o.key, {{"result", o.result.to_json()}, {"moe_flops", o.moe_flops}, {"point", req.point.label()}},
-                   binary_, req.system);
-      o.ok = true;
-    } catch (const UserError& e) {
-      o.error = e.what();
-      o.unsupported = true;
-    } catch (const std::exception& e) {
-      o.error = e.what();
-    }
+    RunOutcome o = compute_run(req, cfg, prepared[i].key, cache_, binary_);
     std::lock_guard<std::mutex> lock(mutex);
     ++finished;
     if (progress_) {

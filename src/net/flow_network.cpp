@@ -169,6 +169,12 @@ void FlowNetwork::reallocate() {
     const double rate = static_cast<double>(c.members.size()) * c.rate;
     touches(c, [&](size_t r, double per_byte) { resources_[r].load += rate * per_byte; });
   }
+  account_busy(now);
+}
+
+// Opens a resource's busy period when it gains load and closes it (statistics, timeline) when
+// it loses all of it.
+void FlowNetwork::account_busy(int64_t now) {
   for (size_t i = 0; i < resources_.size(); ++i) {
     Resource& r = resources_[i];
     if (r.load > 0 && r.busy_since < 0) {

@@ -72,6 +72,7 @@ class FlowNetwork final : public TransferNetwork {
   std::vector<uint32_t>& pair_classes(int src, int dst) { return classes_by_pair_(src, dst); }
   void advance();
   void reallocate();
+  void account_busy(int64_t now);
   void schedule_next();
   void on_event(uint64_t generation);
   void settle();  // reallocates and schedules the next completion if flows started since

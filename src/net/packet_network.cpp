@@ -220,61 +220,7 @@ void PacketNetwork::pump(int gpu) {
       }
       bool sent = false;
       for (int tc = 1; tc >= 0; --tc) {  // responses first: they are small and unblock senders
-        Queue& q = egress(gpu, tc);
-        if (q.empty()) continue;
-        Slot& head = pool_[q.head];
-        const Time now = sim_.now();
-        // The head takes its destination's next plane in rotation (consecutive packets to one
-        // peer use consecutive planes, like the GPU's interleaving of 128 B lines over its
-        // NVLinks), or the first plane after it that is idle and has credits: a packet never
-        // waits for one link's serialisation while another link of the GPU is idle.
-        uint8_t& rr = next_plane_(gpu, head.pkt.dst);
-        int chosen = -1;
-        bool starved = false;
-        Time link_free = Time::max();
-        for (uint32_t i = 0; i < s_; ++i) {
-          const uint32_t plane = rr + i < s_ ? rr + i : rr + i - s_;
-          Uplink& up = uplinks_[link_index(gpu, plane)];
-          if (up.busy_until > now) {
-            link_free = min(link_free, up.busy_until);
-            continue;
-          }
-          if (up.credits.available(tc, now) < head.flits) {
-            starved = true;
-            continue;
-          }
-          chosen = static_cast<int>(plane);
-          break;
-        }
-        if (chosen < 0) {
-          wake = min(wake, link_free);
-          // Head-of-line blocking: nothing behind this packet may pass it. The idle links that
-          // lack credits stall until their credits return.
-          if (starved) {
-            port.planes_stalled = true;
-            for (uint32_t plane = 0; plane < s_; ++plane) {
-              Uplink& up = uplinks_[link_index(gpu, plane)];
-              if (up.busy_until > now || up.credits.available(tc, now) >= head.flits) continue;
-              up.need[tc] = head.flits;
-              up.stats.stall(now);
-              wake = min(wake, up.credits.time_available(tc, head.flits));
-            }
-          }
-          continue;
-        }
-        head.plane = static_cast<uint8_t>(chosen);
-        rr = static_cast<uint8_t>(chosen + 1 == static_cast<int>(s_) ? 0 : chosen + 1);
-        // Planes that stalled for this head stop stalling now that it leaves (on whichever).
-        if (port.planes_stalled) {
-          port.planes_stalled = false;
-          for (uint32_t plane = 0; plane < s_; ++plane) {
-            Uplink& up = uplinks_[link_index(gpu, plane)];
-            if (!up.waiting() || static_cast<int>(plane) == chosen) continue;
-            up.stop_waiting();
-            up.stats.end_stall(now);
-          }
-        }
-        send_on_uplink(gpu, tc);
+        if (egress(gpu, tc).empty() || !send_head(gpu, tc, wake)) continue;
         popped[tc] = true;
         sent = true;
       }
@@ -301,6 +247,67 @@ void PacketNetwork::pump(int gpu) {
   // nothing to do, one after it would be late. (A wake may have been asked for a plane that a
   // later iteration used: harmless, pump re-checks.)
   schedule_egress_wake(gpu, wake, true);
+}
+
+// Sends the head of class `tc`'s egress queue of `gpu` on an idle plane with credits, or
+// records when one could take it (`wake`) and which planes stall for credits; true if it left.
+bool PacketNetwork::send_head(int gpu, int tc, Time& wake) {
+  Port& port = ports_[gpu];
+  Queue& q = egress(gpu, tc);
+  Slot& head = pool_[q.head];
+  const Time now = sim_.now();
+  // The head takes its destination's next plane in rotation (consecutive packets to one
+  // peer use consecutive planes, like the GPU's interleaving of 128 B lines over its
+  // NVLinks), or the first plane after it that is idle and has credits: a packet never
+  // waits for one link's serialisation while another link of the GPU is idle.
+  uint8_t& rr = next_plane_(gpu, head.pkt.dst);
+  int chosen = -1;
+  bool starved = false;
+  Time link_free = Time::max();
+  for (uint32_t i = 0; i < s_; ++i) {
+    const uint32_t plane = rr + i < s_ ? rr + i : rr + i - s_;
+    Uplink& up = uplinks_[link_index(gpu, plane)];
+    if (up.busy_until > now) {
+      link_free = min(link_free, up.busy_until);
+      continue;
+    }
+    if (up.credits.available(tc, now) < head.flits) {
+      starved = true;
+      continue;
+    }
+    chosen = static_cast<int>(plane);
+    break;
+  }
+  if (chosen < 0) {
+    wake = min(wake, link_free);
+    // Head-of-line blocking: nothing behind this packet may pass it. The idle links that
+    // lack credits stall until their credits return.
+    if (starved) {
+      port.planes_stalled = true;
+      for (uint32_t plane = 0; plane < s_; ++plane) {
+        Uplink& up = uplinks_[link_index(gpu, plane)];
+        if (up.busy_until > now || up.credits.available(tc, now) >= head.flits) continue;
+        up.need[tc] = head.flits;
+        up.stats.stall(now);
+        wake = min(wake, up.credits.time_available(tc, head.flits));
+      }
+    }
+    return false;
+  }
+  head.plane = static_cast<uint8_t>(chosen);
+  rr = static_cast<uint8_t>(chosen + 1 == static_cast<int>(s_) ? 0 : chosen + 1);
+  // Planes that stalled for this head stop stalling now that it leaves (on whichever).
+  if (port.planes_stalled) {
+    port.planes_stalled = false;
+    for (uint32_t plane = 0; plane < s_; ++plane) {
+      Uplink& up = uplinks_[link_index(gpu, plane)];
+      if (!up.waiting() || static_cast<int>(plane) == chosen) continue;
+      up.stop_waiting();
+      up.stats.end_stall(now);
+    }
+  }
+  send_on_uplink(gpu, tc);
+  return true;
 }
 
 void PacketNetwork::send_on_uplink(int gpu, int tc) {

@@ -121,6 +121,7 @@ class PacketNetwork final : public Network {
   uint32_t pop(Queue& q);
 
   void pump(int gpu);
+  bool send_head(int gpu, int tc, Time& wake);
   void send_on_uplink(int gpu, int tc);
   // The egress wakes at the time its last pump found that something may leave (`exact`: that
   // time replaces a pending wake, earlier or later), or by `at` for a credit returning to a
