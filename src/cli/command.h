@@ -31,5 +31,6 @@ void add_bench_gemm_command(CLI::App& bench, CliContext& ctx);
 void add_bench_host_command(CLI::App& bench, CliContext& ctx);
 void add_area_command(CLI::App& app, CliContext& ctx);
 void add_figures_command(CLI::App& app, CliContext& ctx);
+void add_sweep_command(CLI::App& app, CliContext& ctx);
 void add_accuracy_command(CLI::App& app, CliContext& ctx);
 }  // namespace moehub

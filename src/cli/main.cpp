@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
     add_bench_command(app, ctx);
     add_area_command(app, ctx);
     add_figures_command(app, ctx);
+    add_sweep_command(app, ctx);
     add_accuracy_command(app, ctx);
 
     try {

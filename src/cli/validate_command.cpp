@@ -1,7 +1,7 @@
 // `moehub validate FILE`: checks a preset or experiment file against every declared parameter.
 // A figure file (one with a [figure] table, read by `moehub figures`) is checked as a figure:
 // its sections, and the resolved configuration and routed workload of every point of its full
-// and quick sweeps.
+// and quick sweeps. A sweep file (a [sweep] without [figure], read by `moehub sweep`) likewise.
 
 #include <fmt/format.h>
 #include <iostream>
@@ -10,6 +10,7 @@
 #include "config/config_builder.h"
 #include "figures/config_source.h"
 #include "figures/figure_spec.h"
+#include "figures/sweep_file.h"
 #include "figures/sweep_runner.h"
 #include "systems/system_registry.h"
 
@@ -36,15 +37,33 @@ int validate_figure(const CliContext& ctx, const std::string& file) {
   return 0;
 }
 
+// A sweep file: its sections and plots, and every point's configuration and routed workload.
+int validate_sweep(const CliContext& ctx, const std::string& file) {
+  const SweepFile sweep = load_sweep_file(file);
+  require_registered_systems(sweep);
+  const ConfigSource configs(ctx.catalog(), *ctx.registry);
+  size_t points[2] = {0, 0};
+  for (bool quick : {false, true}) {
+    for (const SweepPoint& p : sweep.points(quick)) {
+      check_point_workload(configs.build(p.settings), p, "");
+      ++points[quick];
+    }
+  }
+  std::cout << fmt::format("{}: ok (sweep '{}': {} points resolved ({} in --quick), {} plot(s))\n", file, sweep.name,
+                           points[0], points[1], sweep.plots.size());
+  return 0;
+}
+
 }  // namespace
 
 void add_validate_command(CLI::App& app, CliContext& ctx) {
   auto* cmd = app.add_subcommand("validate", "Check a config file: unknown keys, types, ranges, units");
   auto file = std::make_shared<std::string>();
-  cmd->add_option("FILE", *file, "TOML file (hardware, model, experiment or figure)")->required();
+  cmd->add_option("FILE", *file, "TOML file (hardware, model, experiment, figure or sweep)")->required();
   cmd->callback([&ctx, file] {
     ctx.action = [&ctx, file]() -> int {
       if (is_figure_file(*file)) return validate_figure(ctx, *file);
+      if (is_sweep_file(*file)) return validate_sweep(ctx, *file);
       ConfigRequest req;
       req.config_files.push_back(*file);
       const Config c = build_config(ctx.catalog(), *ctx.registry, req);

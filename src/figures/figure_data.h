@@ -26,6 +26,7 @@ struct RunCell {
   RunStatus status = RunStatus::NotImplemented;
   LayerResult result;  // empty unless Ok
   double moe_flops = 0;
+  std::string error;   // why not Ok (a system's refusal or a fault)
 };
 
 struct FigureRuns {

@@ -11,37 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "figures/sweep_spec.h"
+
 namespace moehub {
-
-// One key path set for every point of a sweep (`set = ["KEY=VALUE", ...]`), or one axis value.
-struct SweepSetting {
-  std::string path;
-  std::string text;
-  std::string origin;  // "file:line", named in errors
-};
-
-struct SweepAxes {
-  std::vector<std::string> models;
-  std::vector<int64_t> gpus;
-  std::vector<int64_t> tokens;       // total tokens over all GPUs
-  std::vector<int64_t> seq_lengths;  // tokens per GPU (total = seq x gpus); exclusive with tokens
-  std::vector<double> imbalance;
-  std::vector<std::string> systems;
-  std::vector<SweepSetting> settings;
-};
-
-// One configuration of the sweep; each system runs on it separately.
-struct SweepPoint {
-  std::string model;
-  int64_t gpus = 0;
-  int64_t tokens = 0;
-  int64_t seq_length = 0;  // 0 when the sweep gives total tokens
-  double imbalance = 0;
-  std::vector<SweepSetting> settings;  // axis values first, then `set`, in order
-  std::string origin;                  // "<file>: sweep", named in errors
-
-  std::string label() const;  // e.g. "mixtral-8x7b 8 GPUs 8192 tokens std 0.032"
-};
 
 struct Headline {
   std::string name;

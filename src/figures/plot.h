@@ -12,6 +12,7 @@ struct PlotSeries {
   std::string title;
   std::vector<double> y;  // NaN where there is no value
   bool dashed = false;    // reference lines (ideal scaling)
+  std::vector<double> low, high;  // error bars (e.g. min and max over seeds); empty or NaN: none
 };
 
 struct PlotPanel {

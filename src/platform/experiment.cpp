@@ -112,11 +112,7 @@ void add_comparisons(std::vector<SystemOutcome>& outcomes) {
     if (o.name == "moehub") moehub = &o;
     if (o.name == "ideal") ideal = &o;
   }
-  for (auto& o : outcomes) {
-    const double t = o.result.layer.us();
-    if (moehub) o.result.moehub_speedup = t / moehub->result.layer.us();
-    if (ideal) o.result.fraction_of_ideal = ideal->result.layer.us() / t;
-  }
+  for (auto& o : outcomes) o.result.compare(moehub ? &moehub->result : nullptr, ideal ? &ideal->result : nullptr);
 }
 
 }  // namespace

@@ -99,6 +99,12 @@ nlohmann::json LayerResult::to_json() const {
   return r;
 }
 
+void LayerResult::compare(const LayerResult* moehub, const LayerResult* ideal) {
+  const double t = layer.us();
+  if (moehub) moehub_speedup = t / moehub->layer.us();
+  if (ideal) fraction_of_ideal = ideal->layer.us() / t;
+}
+
 LayerResult LayerResult::from_json(const nlohmann::json& j) {
   LayerResult r;
   r.system = j.value("system", "");

@@ -51,6 +51,9 @@ struct LayerResult {
 
   nlohmann::json to_json() const;
   static LayerResult from_json(const nlohmann::json& j);
+  // Fills moehub_speedup and fraction_of_ideal from MoE-Hub's and the ideal layer's runs of the
+  // same configuration (either may be null: not run).
+  void compare(const LayerResult* moehub, const LayerResult* ideal);
 };
 
 // A numeric field of a result that a figure or a table row may name (`field = "layer_us"`).

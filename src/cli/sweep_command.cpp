@@ -1,0 +1,139 @@
+// `moehub sweep FILE [--out DIR] [--quick] [--jobs N] [--keep-going]`: runs a sweep file's
+// points (any parameter, crossed or zipped, over seeds) for its systems, caches every run, and
+// writes one tidy CSV row per (point, system), the seeds' spread and the file's plots.
+// Format: docs/figures.md.
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "cli/command.h"
+#include "figures/sweep_output.h"
+#include "figures/sweep_runner.h"
+#include "report/output_file.h"
+#include "sim/error.h"
+
+namespace moehub {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct SweepOptions {
+  std::string file;
+  std::string out;  // default: out/<file stem>
+  bool quick = false;
+  bool keep_going = false;
+  int jobs = 0;
+  bool jobs_given = false;
+};
+
+void write_text(const fs::path& file, const std::string& text) {
+  OutputFile out(file, "--out");
+  out.stream() << text;
+  out.commit();
+}
+
+RunStatus status_of(const RunOutcome& o) {
+  return o.ok ? RunStatus::Ok : o.unsupported ? RunStatus::Unsupported : RunStatus::Failed;
+}
+
+// The runs' outcomes as cells [point][system].
+FigureRuns arrange(const SweepFile& s, bool quick, std::vector<RunRequest>& requests,
+                   const std::function<std::vector<RunOutcome>(const std::vector<RunRequest>&)>& run) {
+  FigureRuns runs;
+  runs.points = s.points(quick);
+  runs.systems = s.axes(quick).systems;
+  for (const auto& p : runs.points) {
+    for (const auto& system : runs.systems) requests.push_back({p, system});
+  }
+  const std::vector<RunOutcome> outcomes = run(requests);
+  runs.cells.assign(runs.points.size(), std::vector<RunCell>(runs.systems.size()));
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    RunCell& c = runs.cells[i / runs.systems.size()][i % runs.systems.size()];
+    c.status = status_of(outcomes[i]);
+    c.error = outcomes[i].error;
+    if (outcomes[i].ok) {
+      c.result = outcomes[i].result;
+      c.moe_flops = outcomes[i].moe_flops;
+    }
+  }
+  return runs;
+}
+
+int run_sweep(const CliContext& ctx, const SweepOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  if (o.jobs_given && o.jobs < 1) throw UserError("--jobs", fmt::format("expected a positive number of jobs, got {}", o.jobs));
+  const unsigned jobs = o.jobs_given ? static_cast<unsigned>(o.jobs) : std::max(1u, std::thread::hardware_concurrency());
+  const SweepFile sweep = load_sweep_file(o.file);
+  require_registered_systems(sweep);
+  const fs::path out_dir = o.out.empty() ? fs::path("out") / sweep.name : fs::path(o.out);
+  std::error_code ec;
+  const bool out_existed = fs::exists(out_dir, ec);
+  fs::create_directories(out_dir, ec);
+  if (!fs::is_directory(out_dir, ec)) throw UserError("--out", fmt::format("cannot create '{}'", out_dir.string()));
+
+  const ConfigSource configs(ctx.catalog(), *ctx.registry);
+  const ResultCache cache(out_dir / "cache");
+  SweepRunner runner(configs, cache, binary_fingerprint(), jobs, &std::cerr);
+  std::vector<RunRequest> requests;
+  FigureRuns runs;
+  try {
+    runs = arrange(sweep, o.quick, requests, [&](const std::vector<RunRequest>& r) { return runner.run(r); });
+  } catch (...) {
+    if (!out_existed) fs::remove_all(out_dir, ec);  // nothing was simulated: a bad point fails up front
+    throw;
+  }
+
+  // Runs without a result: reported with their parameters; without --keep-going, nothing is written.
+  size_t failed = 0;
+  bool fault = false;
+  for (size_t p = 0; p < runs.points.size(); ++p) {
+    for (size_t s = 0; s < runs.systems.size(); ++s) {
+      const RunCell& c = runs.cells[p][s];
+      if (c.status == RunStatus::Ok) continue;
+      fault |= c.status == RunStatus::Failed;
+      if (!o.keep_going) {
+        throw UserError(fmt::format("{}: sweep: {}, {}", sweep.file.string(), runs.points[p].label(), runs.systems[s]),
+                        fmt::format("{} (--keep-going runs the other points)", c.error));
+      }
+      ++failed;
+      std::cerr << fmt::format("sweep: failed: {}, {}: {}\n", runs.points[p].label(), runs.systems[s], c.error);
+    }
+  }
+  add_point_comparisons(runs);
+  const SweepOutput output = build_sweep_output(sweep, o.quick, runs);
+  for (const auto& [name, table] : output.csvs) write_text(out_dir / name, table.to_csv());
+  for (const auto& [stem, plot] : output.plots) render_plot(plot, out_dir, stem);
+
+  const SweepSummary& sum = runner.summary();
+  std::cerr << fmt::format("sweep: {}: {} points x {} systems in {}: {} runs computed, {} cached, {} failed; {:.1f} s\n",
+                           sweep.name, runs.points.size(), runs.systems.size(), out_dir.string(), sum.computed,
+                           sum.cached, failed,
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (failed) return fault ? 1 : 2;
+  return 0;
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app, CliContext& ctx) {
+  auto* cmd = app.add_subcommand("sweep", "Run a sweep file: any parameters crossed or zipped, CSV rows and plots");
+  auto o = std::make_shared<SweepOptions>();
+  cmd->add_option("FILE", o->file, "Sweep file (configs/sweeps/*.toml) or figure file")->required();
+  cmd->add_option("--out", o->out, "Folder for the CSVs, plots and the run cache (default: out/<file stem>)");
+  cmd->add_flag("--quick", o->quick, "Run the [sweep.quick] subset");
+  auto* jobs = cmd->add_option("--jobs", o->jobs, "Runs at a time (default: one per core)");
+  cmd->add_flag("--keep-going", o->keep_going,
+                "Run every point even when some fail; write what succeeded, report the rest, exit non-zero");
+  cmd->callback([&ctx, o, jobs] {
+    o->jobs_given = jobs->count() > 0;
+    ctx.action = [&ctx, o] { return run_sweep(ctx, *o); };
+  });
+}
+
+}  // namespace moehub
