@@ -33,6 +33,18 @@ inline std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
+inline void write_file(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+inline std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
 inline fs::path scratch_path(const ::testing::TestInfo& info) {
   return fs::temp_directory_path() / fmt::format("moehub-cli-{}-{}-{}", ::getpid(), info.test_suite_name(), info.name());
 }

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "cli/cli_support.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -18,31 +20,10 @@
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Result {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << text;
-}
-
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
+using moehub_test::lines;
+using moehub_test::Result;
+using moehub_test::slurp;
+void write(const fs::path& p, const std::string& text) { moehub_test::write_file(p, text); }
 
 constexpr const char* kTinyFigure = R"(description = "two points of the Fig. 13 kind"
 [figure]
@@ -284,10 +265,10 @@ TEST_F(FiguresCli, ValidateChecksFigureFiles) {
                                    "tokens = [64]\nsystems = [\"ideal\"]\n");
   r = moehub({"validate", (dir_ / "exp" / "bad.toml").string()});
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("bad.toml: sweep.models: unknown models preset 'nope'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bad.toml:4: sweep.models: unknown models preset 'nope'"), std::string::npos) << r.err;
   r = moehub({"figures", "--out", (dir_ / "out").string(), "--experiments", (dir_ / "exp").string(), "bad"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("bad.toml: sweep.models: unknown models preset 'nope'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bad.toml:4: sweep.models: unknown models preset 'nope'"), std::string::npos) << r.err;
   write(dir_ / "exp" / "bad.toml", "[figure]\nkind = \"fig13\"\n[sweep]\nmodels = [\"mixtral-8x7b\"]\ngpus = [2]\n"
                                    "tokens = [64]\nsystems = [\"ideal\"]\n[sweep.quick]\ngpus = [3]\n");
   r = moehub({"validate", (dir_ / "exp" / "bad.toml").string()});

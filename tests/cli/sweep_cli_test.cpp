@@ -10,17 +10,7 @@ namespace {
 
 using namespace moehub_test;
 
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << text;
-}
-
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
+void write(const fs::path& p, const std::string& text) { write_file(p, text); }
 
 std::vector<std::string> cells(const std::string& line) {
   std::vector<std::string> out;
@@ -154,6 +144,28 @@ TEST(SweepCli, BadSweepFilesNameFileLineAndKey) {
     expect_bad_input({"sweep", (dir / "bad.toml").string(), "--out", (dir / "out").string()}, fragment);
     EXPECT_FALSE(fs::exists(dir / "out" / "bad.csv"));
   }
+}
+
+}  // namespace
+
+namespace {
+
+// The sweep files we ship and the example in docs/figures.md stay valid.
+TEST(SweepCli, ShippedSweepsAndTheDocumentedExampleValidate) {
+  for (const auto& e : fs::directory_iterator(fs::path(MOEHUB_SOURCE_DIR) / "configs" / "sweeps")) {
+    const Result r = moehub({"validate", e.path().string()});
+    EXPECT_EQ(r.status, 0) << e.path() << ": " << r.err;
+  }
+  const std::string docs = slurp(fs::path(MOEHUB_SOURCE_DIR) / "docs" / "figures.md");
+  const size_t zip = docs.find("[[sweep.zip]]");
+  ASSERT_NE(zip, std::string::npos);
+  const size_t begin = docs.rfind("```toml\n", zip) + 8, end = docs.find("```", zip);
+  const fs::path file = scratch_dir() / "example.toml";
+  write(file, docs.substr(begin, end - begin));
+  const Result r = moehub({"validate", file.string()});
+  EXPECT_EQ(r.status, 0) << r.err;
+  // 2 models x 1 x 1 x 2 imbalances x 2 hardware x 3 RAT sizes x 2 zipped x 3 seeds.
+  EXPECT_NE(r.out.find("144 points resolved (72 in --quick)"), std::string::npos) << r.out;
 }
 
 }  // namespace
