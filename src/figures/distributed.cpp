@@ -1,6 +1,8 @@
 #include "figures/distributed.h"
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <fmt/format.h>
@@ -8,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "figures/result_cache.h"
 #include "sim/error.h"
@@ -59,9 +62,18 @@ void send_text(const std::string& text, int rank, int tag) {
 }
 
 // The next message from `source` with `tag` (MPI_ANY_SOURCE, MPI_ANY_TAG allowed), of any length.
+// Polls with growing pauses (50 us to 5 ms): Open MPI's blocking probe spins a core at full
+// speed, which would take it from the simulations (rank 0 waits through the whole sweep, the
+// workers while rank 0 prepares configurations and draws the figures).
 Message receive(int source, int tag) {
   MPI_Status status;
-  MPI_Probe(source, tag, MPI_COMM_WORLD, &status);
+  auto pause = std::chrono::microseconds(50);
+  for (int found = 0;;) {
+    MPI_Iprobe(source, tag, MPI_COMM_WORLD, &found, &status);
+    if (found) break;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(2 * pause, std::chrono::microseconds(5000));
+  }
   int length = 0;
   MPI_Get_count(&status, MPI_CHAR, &length);
   Message m{status.MPI_SOURCE, status.MPI_TAG, std::string(static_cast<size_t>(length), '\0')};
@@ -99,6 +111,7 @@ class MpiExecutor : public RunExecutor {
   explicit MpiExecutor(int size) : size_(size) {}
 
   void execute(const std::vector<RunTask>& tasks, const std::function<void(size_t, RunOutcome)>& finished) override {
+    drain();  // outcomes of an execute() that ended in an exception
     const std::vector<size_t> order = longest_first(tasks);
     size_t next = 0;
     const auto hand_out = [&](int rank) {
