@@ -81,6 +81,10 @@ Message receive(int source, int tag) {
   return m;
 }
 
+// Invalid UTF-8 (an error naming a file, say) is replaced rather than thrown: a worker whose
+// reply cannot be written would leave rank 0 waiting for it.
+std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
 // A hash of the resolved configuration travels with the task, so a worker that resolves the
 // settings differently (another program or config folder on its node) fails the run instead
 // of computing something else.
@@ -118,7 +122,7 @@ class MpiExecutor : public RunExecutor {
       if (next >= order.size() || stop_requested()) return;
       const size_t t = order[next++];
       const nlohmann::json task{{"request", tasks[t].request->to_json()}, {"config_hash", config_hash(*tasks[t].config)}};
-      send_text(task.dump(), rank, kTaskTag);
+      send_text(dump(task), rank, kTaskTag);
       busy_[rank] = t;
     };
     for (int rank = 1; rank < size_; ++rank) hand_out(rank);
@@ -179,7 +183,7 @@ int DistributedSession::serve(const ConfigSource& configs) {
   for (;;) {
     const Message m = receive(0, MPI_ANY_TAG);
     if (m.tag == kStopTag) return 0;
-    send_text(run_task(m.text, configs, rank_).to_json().dump(), 0, kOutcomeTag);
+    send_text(dump(run_task(m.text, configs, rank_).to_json()), 0, kOutcomeTag);
   }
 }
 
