@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev
   gnuplot-nox
+  libopenmpi-dev openmpi-bin  # optional for the build; `mpirun ... moehub figures` (docs/figures.md)
 )
 if [ "${1:-}" = "fuzz" ]; then
   packages+=(clang libclang-rt-14-dev)

@@ -1,9 +1,11 @@
 // `moehub figures --out DIR [--quick] [--jobs N] [FIGURE...]`: runs the sweeps of the paper's
 // Section VI from configs/experiments/, caches every run, and writes per figure a CSV, an SVG
-// and a PNG (gnuplot), plus RESULTS.md. How each figure is computed: docs/figures.md.
+// and a PNG (gnuplot), plus RESULTS.md. How each figure is computed: docs/figures.md. Under
+// `mpirun -np N` (N > 1) rank 0 does all this and ranks 1..N-1 simulate (figures/distributed.h).
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
@@ -12,9 +14,11 @@
 #include <set>
 #include <thread>
 #include <tuple>
+#include <unistd.h>
 
 #include "cli/command.h"
 #include "config/config_builder.h"
+#include "figures/distributed.h"
 #include "figures/figure_data.h"
 #include "figures/results_markdown.h"
 #include "figures/sweep_runner.h"
@@ -77,12 +81,69 @@ void write_text(const fs::path& file, const std::string& text) {
   out.commit();
 }
 
-int run_figures(const CliContext& ctx, const FiguresOptions& o) {
-  const auto start = std::chrono::steady_clock::now();
-  if (o.jobs_given && o.jobs < 1) {
-    throw UserError("--jobs", fmt::format("expected a positive number of jobs, got {}", o.jobs));
+// Every (point, system) of every chosen sweep, with the figure cell each one fills.
+using CellOf = std::tuple<std::string, size_t, size_t>;  // figure, point, system index
+std::vector<RunRequest> collect_runs(const std::vector<const FigureSpec*>& chosen, bool quick, FigureContext& context,
+                                     std::vector<CellOf>& where) {
+  std::vector<RunRequest> requests;
+  for (const FigureSpec* spec : chosen) {
+    if (!spec->has_sweep()) continue;
+    FigureRuns runs;
+    runs.spec = spec;
+    runs.points = spec->points(quick);
+    runs.systems = spec->axes(quick).systems;
+    runs.cells.assign(runs.points.size(), std::vector<RunCell>(runs.systems.size()));
+    for (size_t p = 0; p < runs.points.size(); ++p) {
+      for (size_t s = 0; s < runs.systems.size(); ++s) {
+        requests.push_back({runs.points[p], runs.systems[s]});
+        where.emplace_back(spec->name, p, s);
+      }
+    }
+    context.runs.emplace(spec->name, std::move(runs));
   }
-  const unsigned jobs = o.jobs_given ? static_cast<unsigned>(o.jobs) : std::max(1u, std::thread::hardware_concurrency());
+  return requests;
+}
+
+void fill_cells(const std::vector<RunOutcome>& outcomes, const std::vector<CellOf>& where, FigureContext& context) {
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const auto& [figure, p, s] = where[i];
+    RunCell& c = context.runs.at(figure).cells[p][s];
+    c.status = outcomes[i].ok            ? RunStatus::Ok
+               : outcomes[i].unsupported ? RunStatus::Unsupported
+                                         : RunStatus::Failed;
+    if (outcomes[i].ok) {
+      c.result = outcomes[i].result;
+      c.moe_flops = outcomes[i].moe_flops;
+    }
+  }
+}
+
+// The CSVs and plots of every chosen figure, then RESULTS.md.
+size_t write_figures(const std::vector<const FigureSpec*>& chosen, const FigureContext& context,
+                     const FiguresOptions& o) {
+  const fs::path out_dir(o.out);
+  std::vector<WrittenFigure> written;
+  for (const FigureSpec* spec : chosen) {
+    WrittenFigure w;
+    w.spec = spec;
+    w.output = build_figure(*spec, context);
+    if (spec->has_sweep()) w.note = context.runs.at(spec->name).missing_note();
+    for (const auto& [file, table] : w.output.csvs) write_text(out_dir / file, table.to_csv());
+    if (w.output.plot) render_plot(*w.output.plot, out_dir, spec->name);
+    std::cerr << fmt::format("figures: wrote {}{}\n", spec->name, w.note.empty() ? "" : " (" + w.note + ")");
+    written.push_back(std::move(w));
+  }
+  const fs::path md = o.results_md.empty() ? out_dir / "RESULTS.md" : fs::path(o.results_md);
+  std::string prefix = fs::absolute(out_dir).lexically_normal().lexically_relative(
+                           fs::absolute(md).parent_path().lexically_normal()).generic_string();
+  prefix = prefix.empty() || prefix == "." ? "" : prefix + "/";
+  write_text(md, results_markdown(written, context, prefix, o.quick));
+  return written.size();
+}
+
+// Everything but the simulations, which `executor` carries out (here or on MPI workers).
+int make_figures(const CliContext& ctx, const FiguresOptions& o, const ConfigSource& configs, RunExecutor& executor,
+                 std::chrono::steady_clock::time_point start) {
   const fs::path config_dir = ctx.catalog().config_dir();
   const fs::path experiments = o.experiments.empty() ? config_dir / "experiments" : fs::path(o.experiments);
   const std::vector<FigureSpec> specs = load_figure_specs(experiments);
@@ -102,75 +163,42 @@ int run_figures(const CliContext& ctx, const FiguresOptions& o) {
   if (!fs::is_directory(out_dir, ec)) throw UserError("--out", fmt::format("cannot create '{}'", o.out));
 
   FigureContext context;
-  const ConfigSource configs(ctx.catalog(), *ctx.registry);
   context.configs = &configs;
   context.systems_source_dir = o.source_dir.empty() ? (config_dir / "..").lexically_normal() / "src" / "systems"
                                                      : fs::path(o.source_dir);
   for (const auto& s : all_systems()) context.registered_systems.push_back(s.name);
-
-  // Every (point, system) of every chosen sweep.
-  std::vector<RunRequest> requests;
-  std::vector<std::tuple<std::string, size_t, size_t>> where;  // figure, point, system index
-  for (const FigureSpec* spec : chosen) {
-    if (!spec->has_sweep()) continue;
-    FigureRuns runs;
-    runs.spec = spec;
-    runs.points = spec->points(o.quick);
-    runs.systems = spec->axes(o.quick).systems;
-    runs.cells.assign(runs.points.size(), std::vector<RunCell>(runs.systems.size()));
-    for (size_t p = 0; p < runs.points.size(); ++p) {
-      for (size_t s = 0; s < runs.systems.size(); ++s) {
-        requests.push_back({runs.points[p], runs.systems[s]});
-        where.emplace_back(spec->name, p, s);
-      }
-    }
-    context.runs.emplace(spec->name, std::move(runs));
-  }
+  std::vector<CellOf> where;
+  const std::vector<RunRequest> requests = collect_runs(chosen, o.quick, context, where);
 
   const ResultCache cache(out_dir / "cache");
-  SweepRunner runner(configs, cache, binary_fingerprint(), jobs, &std::cerr);
-  std::vector<RunOutcome> outcomes;
+  RunnerOptions options;
+  options.progress = &std::cerr;
+  options.terminal = ::isatty(::fileno(stderr)) != 0;
+  SweepRunner runner(configs, cache, binary_fingerprint(), executor, options);
   try {
-    outcomes = runner.run(requests);
+    fill_cells(runner.run(requests), where, context);
   } catch (...) {
     remove_created();
     throw;
   }
-  for (size_t i = 0; i < outcomes.size(); ++i) {
-    const auto& [figure, p, s] = where[i];
-    RunCell& c = context.runs.at(figure).cells[p][s];
-    c.status = outcomes[i].ok            ? RunStatus::Ok
-               : outcomes[i].unsupported ? RunStatus::Unsupported
-                                         : RunStatus::Failed;
-    if (outcomes[i].ok) {
-      c.result = outcomes[i].result;
-      c.moe_flops = outcomes[i].moe_flops;
-    }
-  }
-
-  std::vector<WrittenFigure> written;
-  for (const FigureSpec* spec : chosen) {
-    WrittenFigure w;
-    w.spec = spec;
-    w.output = build_figure(*spec, context);
-    if (spec->has_sweep()) w.note = context.runs.at(spec->name).missing_note();
-    for (const auto& [file, table] : w.output.csvs) write_text(out_dir / file, table.to_csv());
-    if (w.output.plot) render_plot(*w.output.plot, out_dir, spec->name);
-    std::cerr << fmt::format("figures: wrote {}{}\n", spec->name, w.note.empty() ? "" : " (" + w.note + ")");
-    written.push_back(std::move(w));
-  }
-
-  const fs::path md = o.results_md.empty() ? out_dir / "RESULTS.md" : fs::path(o.results_md);
-  std::string prefix = fs::absolute(out_dir).lexically_normal().lexically_relative(
-                           fs::absolute(md).parent_path().lexically_normal()).generic_string();
-  prefix = prefix.empty() || prefix == "." ? "" : prefix + "/";
-  write_text(md, results_markdown(written, context, prefix, o.quick));
+  const size_t written = write_figures(chosen, context, o);
 
   const SweepSummary& sum = runner.summary();
   std::cerr << fmt::format("figures: {} figure(s) in {}: {} runs computed, {} cached, {} unsupported, {} failed; {:.1f} s\n",
-                           written.size(), out_dir.string(), sum.computed, sum.cached, sum.unsupported, sum.failed,
+                           written, out_dir.string(), sum.computed, sum.cached, sum.unsupported, sum.failed,
                            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return sum.failed ? 1 : 0;
+}
+
+int run_figures(const CliContext& ctx, const FiguresOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  if (o.jobs_given && o.jobs < 1) {
+    throw UserError("--jobs", fmt::format("expected a positive number of jobs, got {}", o.jobs));
+  }
+  const unsigned jobs = o.jobs_given ? static_cast<unsigned>(o.jobs) : std::max(1u, std::thread::hardware_concurrency());
+  const ConfigSource configs(ctx.catalog(), *ctx.registry);
+  // Under mpirun, the worker ranks only simulate: they return here without reading a figure file.
+  return with_executor(configs, jobs, [&](RunExecutor& executor) { return make_figures(ctx, o, configs, executor, start); });
 }
 
 }  // namespace

@@ -1,15 +1,13 @@
-#include "config/run_params.h"
 #include "figures/sweep_runner.h"
 
-#include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <map>
-#include <memory>
-#include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include "moe/model_shape.h"
@@ -25,11 +23,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-struct Prepared {
-  std::optional<Config> config;
-  std::string key;
-};
 
 }  // namespace
 
@@ -58,73 +51,90 @@ void check_point_workload(const Config& config, const SweepPoint& point, const s
   }
 }
 
-void parallel_for(size_t n, unsigned jobs, const std::function<void(size_t)>& body) {
-  std::atomic<size_t> next{0};
-  std::exception_ptr first;
-  std::mutex error_mutex;
-  const auto worker = [&] {
-    for (size_t i = next++; i < n; i = next++) {
-      try {
-        body(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!first) first = std::current_exception();
-      }
-    }
-  };
-  const size_t threads = std::max<size_t>(1, std::min<size_t>(jobs, n));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  if (first) std::rethrow_exception(first);
-}
+SweepRunner::SweepRunner(const ConfigSource& configs, const ResultCache& cache, std::string binary,
+                         RunExecutor& executor, RunnerOptions options)
+    : configs_(configs), cache_(cache), binary_(std::move(binary)), executor_(executor), options_(std::move(options)) {}
 
-SweepRunner::SweepRunner(const ConfigSource& configs, const ResultCache& cache, std::string binary, unsigned jobs,
-                         std::ostream* progress)
-    : configs_(configs), cache_(cache), binary_(std::move(binary)), jobs_(std::max(1u, jobs)),
-      progress_(progress) {}
+struct SweepRunner::Prepared {
+  std::optional<Config> config;
+  std::string key;
+};
 
 namespace {
-// One system at one point, simulated and stored in the cache; a UserError marks it unsupported.
-RunOutcome compute_run(const RunRequest& req, const Config& cfg, const std::string& key, const ResultCache& cache,
-                       const std::string& binary) {
+
+RunOutcome without_result(std::string key, std::string error) {
   RunOutcome o;
-  o.key = key;
-  try {
-    const SystemEntry* entry = find_system(req.system);
-    if (!entry) throw std::logic_error("system '" + req.system + "' is not registered");
-    const ModelShape model = ModelShape::from(cfg);
-    const Workload workload = Workload::build(WorkloadConfig::from(cfg), model);
-    ExperimentOptions options;
-    options.threads = 1;  // parallelism is over runs
-    std::vector<SystemOutcome> out = run_experiment(cfg, workload, {entry}, options);
-    o.result = std::move(out.at(0).result);
-    // Comparisons between systems are the figures' job; one run has nothing to compare.
-    o.result.moehub_speedup.reset();
-    o.result.fraction_of_ideal.reset();
-    o.moe_flops = static_cast<double>(RunParams::from(cfg).tokens) *
-                  (static_cast<double>(model.top_k()) * static_cast<double>(model.expert_flops_per_row()) +
-                   static_cast<double>(model.router_flops_per_token()));
-    cache.store(o.key, {{"result", o.result.to_json()}, {"moe_flops", o.moe_flops}, {"point", req.point.label()}},
-                binary, req.system);
-    o.ok = true;
-  } catch (const UserError& e) {
-    o.error = e.what();
-    o.unsupported = true;
-  } catch (const std::exception& e) {
-    o.error = e.what();
-  }
+  o.key = std::move(key);
+  o.error = std::move(error);
   return o;
 }
 
+std::string duration_text(double s) {
+  const auto total = static_cast<int64_t>(s + 0.5);
+  if (total < 60) return fmt::format("{} s", total);
+  if (total < 3600) return fmt::format("{}m{:02}s", total / 60, total % 60);
+  return fmt::format("{}h{:02}m", total / 3600, total % 3600 / 60);
+}
+
+// What the runner says while it computes. On a terminal, one line rewritten in place; anywhere,
+// one line per run that did not give a result. Called one run at a time.
+class Progress {
+ public:
+  Progress(const RunnerOptions& options, size_t total, unsigned workers)
+      : options_(options), total_(total), workers_(std::max(1u, workers)) {
+    draw();
+  }
+  void finished(const RunRequest& req, const RunOutcome& o) {
+    ++done_;
+    wall_sum_ += o.wall_s;
+    if (!o.ok) {
+      ++failed_;
+      say(fmt::format("{}: {} {}: {}\n", options_.tag, req.point.label(), req.system,
+                      (o.unsupported ? "unsupported: " : "FAILED: ") + o.error));
+    }
+    draw();
+  }
+  // Ends the live line.
+  void close() {
+    if (live()) *options_.progress << "\n" << std::flush;
+  }
+
+ private:
+  bool live() const { return options_.progress && options_.terminal && total_ > 0; }
+  void say(const std::string& line) {
+    if (!options_.progress) return;
+    if (live()) *options_.progress << "\r" << std::string(width_, ' ') << "\r";
+    width_ = 0;
+    *options_.progress << line << std::flush;
+  }
+  void draw() {
+    if (!live()) return;
+    std::string line = fmt::format("{}: {}/{} runs done, {} failed, {} elapsed", options_.tag, done_, total_, failed_,
+                                   duration_text(seconds_since(start_)));
+    if (done_ > 0 && done_ < total_) {
+      // The mean run so far, for each run left, spread over the workers that are still busy.
+      const size_t left = total_ - done_;
+      const double busy = static_cast<double>(std::min<size_t>(workers_, left));
+      line += fmt::format(", about {} left", duration_text(wall_sum_ / static_cast<double>(done_) *
+                                                           static_cast<double>(left) / busy));
+    }
+    const size_t pad = width_ > line.size() ? width_ - line.size() : 0;
+    *options_.progress << "\r" << line << std::string(pad, ' ') << std::flush;
+    width_ = line.size();
+  }
+
+  const RunnerOptions& options_;
+  size_t total_;
+  unsigned workers_;
+  Clock::time_point start_ = Clock::now();
+  size_t done_ = 0, failed_ = 0;
+  double wall_sum_ = 0;
+  size_t width_ = 0;  // of the live line on screen
+};
+
 }  // namespace
 
-std::vector<RunOutcome> SweepRunner::run(const std::vector<RunRequest>& requests) {
-  const auto start = Clock::now();
-  summary_ = SweepSummary{};
-  summary_.requests = requests.size();
-
+std::vector<SweepRunner::Prepared> SweepRunner::prepare(const std::vector<RunRequest>& requests) const {
   // Resolve every configuration first: a bad one fails before any simulation starts.
   // The routed workload is built once per point for the same reason (it does not depend on
   // the system): a shape the workload rejects is an error in the sweep, not in a system.
@@ -137,13 +147,78 @@ std::vector<RunOutcome> SweepRunner::run(const std::vector<RunRequest>& requests
   }
   std::vector<bool> check_workload(requests.size(), false);
   for (const auto& [id, i] : first_of_point) check_workload[i] = true;
-  parallel_for(requests.size(), jobs_, [&](size_t i) {
-    std::vector<SweepSetting> settings = requests[i].point.settings;
-    settings.push_back({"run.systems", requests[i].system, "figures"});
-    prepared[i].config.emplace(configs_.build(settings));
+  // Configurations are built here whatever executes the runs: one thread per worker, at most
+  // one per core.
+  const unsigned threads = std::min(executor_.workers(), std::max(1u, std::thread::hardware_concurrency()));
+  parallel_for(requests.size(), threads, [&](size_t i) {
+    prepared[i].config.emplace(configs_.build(run_settings(requests[i])));
     prepared[i].key = run_key(binary_, requests[i].system, prepared[i].config->to_json());
     if (check_workload[i]) check_point_workload(*prepared[i].config, requests[i].point, requests[i].system);
   });
+  return prepared;
+}
+
+void SweepRunner::store(const RunRequest& req, RunOutcome& o) const {
+  if (!o.ok) return;
+  const double wall_s = o.wall_s;
+  try {
+    cache_.store(o.key, {{"result", o.result.to_json()}, {"moe_flops", o.moe_flops}, {"point", req.point.label()}},
+                 binary_, req.system);
+  } catch (const UserError& e) {  // as when the store was part of the run: the run is unsupported
+    o = without_result(o.key, e.what());
+    o.unsupported = true;
+  } catch (const std::exception& e) {
+    o = without_result(o.key, e.what());
+  }
+  o.wall_s = wall_s;
+}
+
+std::vector<RunOutcome> SweepRunner::compute(const std::vector<RunRequest>& requests,
+                                             const std::vector<Prepared>& prepared, const std::vector<size_t>& todo) {
+  std::vector<RunTask> tasks;
+  for (const size_t i : todo) {
+    tasks.push_back({&requests[i], &*prepared[i].config, estimated_cost(*prepared[i].config)});
+  }
+  std::vector<std::optional<RunOutcome>> computed(todo.size());
+  Progress progress(options_, todo.size(), executor_.workers());
+  bool stopped = false;
+  executor_.clear_stop();
+  executor_.execute(tasks, [&](size_t t, RunOutcome o) {
+    if (t >= todo.size() || computed[t]) throw std::logic_error(fmt::format("executor reported run {} twice", t));
+    const size_t i = todo[t];
+    o.key = prepared[i].key;
+    store(requests[i], o);
+    progress.finished(requests[i], o);
+    if (!o.ok && !options_.keep_going) {
+      stopped = true;
+      executor_.request_stop();
+    }
+    computed[t] = std::move(o);
+  });
+  progress.close();
+
+  std::vector<RunOutcome> out;
+  size_t not_run = 0;
+  for (size_t t = 0; t < todo.size(); ++t) {
+    if (!computed[t] && !stopped) throw std::logic_error(fmt::format("executor did not report run {}", t));
+    if (!computed[t]) {
+      ++not_run;
+      computed[t] = without_result(prepared[todo[t]].key, "not run (an earlier run failed)");
+      computed[t]->not_run = true;
+    }
+    out.push_back(std::move(*computed[t]));
+  }
+  if (not_run && options_.progress) {
+    *options_.progress << fmt::format("{}: {} run(s) not started (an earlier run failed)\n", options_.tag, not_run);
+  }
+  return out;
+}
+
+std::vector<RunOutcome> SweepRunner::run(const std::vector<RunRequest>& requests) {
+  const auto start = Clock::now();
+  summary_ = SweepSummary{};
+  summary_.requests = requests.size();
+  const std::vector<Prepared> prepared = prepare(requests);
 
   // Distinct runs (figures share points), then the cache.
   std::map<std::string, size_t> first_of_key;
@@ -165,35 +240,17 @@ std::vector<RunOutcome> SweepRunner::run(const std::vector<RunRequest>& requests
     }
   }
   summary_.cached = done.size();
-  if (progress_) {
-    *progress_ << fmt::format("figures: {} runs, {} distinct: {} cached, {} to compute on {} job(s)\n",
-                              requests.size(), summary_.distinct, summary_.cached, todo.size(),
-                              std::min<size_t>(jobs_, std::max<size_t>(todo.size(), 1)));
+  if (options_.progress) {
+    *options_.progress << fmt::format("{}: {} runs, {} distinct: {} cached, {} to compute on {}\n", options_.tag,
+                                      requests.size(), summary_.distinct, summary_.cached, todo.size(),
+                                      executor_.describe(todo.size()));
   }
 
-  std::mutex mutex;
-  size_t finished = 0;
-  std::vector<RunOutcome> computed(todo.size());
-  parallel_for(todo.size(), jobs_, [&](size_t t) {
-    const size_t i = todo[t];
-    const RunRequest& req = requests[i];
-    const Config& cfg = *prepared[i].config;
-    const auto run_start = Clock::now();
-    RunOutcome o = compute_run(req, cfg, prepared[i].key, cache_, binary_);
-    std::lock_guard<std::mutex> lock(mutex);
-    ++finished;
-    if (progress_) {
-      *progress_ << fmt::format("figures: [{}/{}] {} {}: {}\n", finished, todo.size(), req.point.label(), req.system,
-                                o.ok            ? fmt::format("{:.2f} s", seconds_since(run_start))
-                                : o.unsupported ? "unsupported: " + o.error
-                                                : "FAILED: " + o.error);
-      progress_->flush();
-    }
-    computed[t] = std::move(o);
-  });
-  for (auto& o : computed) {
+  for (auto& o : compute(requests, prepared, todo)) {
     if (o.ok) {
       ++summary_.computed;
+    } else if (o.not_run) {
+      ++summary_.not_run;
     } else if (o.unsupported) {
       ++summary_.unsupported;
     } else {
