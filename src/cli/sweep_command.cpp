@@ -11,8 +11,10 @@
 #include <iostream>
 #include <memory>
 #include <thread>
+#include <unistd.h>
 
 #include "cli/command.h"
+#include "figures/distributed.h"
 #include "figures/sweep_output.h"
 #include "figures/sweep_runner.h"
 #include "report/output_file.h"
@@ -65,10 +67,27 @@ FigureRuns arrange(const SweepFile& s, bool quick, std::vector<RunRequest>& requ
   return runs;
 }
 
-int run_sweep(const CliContext& ctx, const SweepOptions& o) {
-  const auto start = std::chrono::steady_clock::now();
-  if (o.jobs_given && o.jobs < 1) throw UserError("--jobs", fmt::format("expected a positive number of jobs, got {}", o.jobs));
-  const unsigned jobs = o.jobs_given ? static_cast<unsigned>(o.jobs) : std::max(1u, std::thread::hardware_concurrency());
+// Runs without a result: each was reported as it finished; without --keep-going the first one
+// stops the sweep here, before anything is written.
+size_t check_failures(const SweepFile& sweep, const FigureRuns& runs, bool keep_going, bool& fault) {
+  size_t failed = 0;
+  for (size_t p = 0; p < runs.points.size(); ++p) {
+    for (size_t s = 0; s < runs.systems.size(); ++s) {
+      const RunCell& c = runs.cells[p][s];
+      if (c.status == RunStatus::Ok) continue;
+      if (!keep_going) {
+        throw UserError(fmt::format("{}: sweep: {}, {}", sweep.file.string(), runs.points[p].label(), runs.systems[s]),
+                        fmt::format("{} (--keep-going runs the other points)", c.error));
+      }
+      fault |= c.status == RunStatus::Failed;
+      ++failed;
+    }
+  }
+  return failed;
+}
+
+int make_sweep(const SweepOptions& o, const ConfigSource& configs, RunExecutor& executor,
+               std::chrono::steady_clock::time_point start) {
   const SweepFile sweep = load_sweep_file(o.file);
   require_registered_systems(sweep);
   const fs::path out_dir = o.out.empty() ? fs::path("out") / sweep.name : fs::path(o.out);
@@ -77,9 +96,14 @@ int run_sweep(const CliContext& ctx, const SweepOptions& o) {
   fs::create_directories(out_dir, ec);
   if (!fs::is_directory(out_dir, ec)) throw UserError("--out", fmt::format("cannot create '{}'", out_dir.string()));
 
-  const ConfigSource configs(ctx.catalog(), *ctx.registry);
   const ResultCache cache(out_dir / "cache");
-  SweepRunner runner(configs, cache, binary_fingerprint(), jobs, &std::cerr);
+  RunnerOptions options;
+  options.progress = &std::cerr;
+  options.terminal = ::isatty(::fileno(stderr)) != 0;
+  options.keep_going = o.keep_going;
+  options.bad_points_fail_runs = o.keep_going;
+  options.tag = "sweep";
+  SweepRunner runner(configs, cache, binary_fingerprint(), executor, options);
   std::vector<RunRequest> requests;
   FigureRuns runs;
   try {
@@ -88,35 +112,30 @@ int run_sweep(const CliContext& ctx, const SweepOptions& o) {
     if (!out_existed) fs::remove_all(out_dir, ec);  // nothing was simulated: a bad point fails up front
     throw;
   }
-
-  // Runs without a result: reported with their parameters; without --keep-going, nothing is written.
-  size_t failed = 0;
   bool fault = false;
-  for (size_t p = 0; p < runs.points.size(); ++p) {
-    for (size_t s = 0; s < runs.systems.size(); ++s) {
-      const RunCell& c = runs.cells[p][s];
-      if (c.status == RunStatus::Ok) continue;
-      fault |= c.status == RunStatus::Failed;
-      if (!o.keep_going) {
-        throw UserError(fmt::format("{}: sweep: {}, {}", sweep.file.string(), runs.points[p].label(), runs.systems[s]),
-                        fmt::format("{} (--keep-going runs the other points)", c.error));
-      }
-      ++failed;
-      std::cerr << fmt::format("sweep: failed: {}, {}: {}\n", runs.points[p].label(), runs.systems[s], c.error);
-    }
-  }
+  const size_t failed = check_failures(sweep, runs, o.keep_going, fault);
   add_point_comparisons(runs);
   const SweepOutput output = build_sweep_output(sweep, o.quick, runs);
   for (const auto& [name, table] : output.csvs) write_text(out_dir / name, table.to_csv());
   for (const auto& [stem, plot] : output.plots) render_plot(plot, out_dir, stem);
 
   const SweepSummary& sum = runner.summary();
-  std::cerr << fmt::format("sweep: {}: {} points x {} systems in {}: {} runs computed, {} cached, {} failed; {:.1f} s\n",
+  std::cerr << fmt::format("sweep: {}: {} points x {} systems in {}: {} runs computed, {} cached, {} without a result; "
+                           "{:.1f} s\n",
                            sweep.name, runs.points.size(), runs.systems.size(), out_dir.string(), sum.computed,
                            sum.cached, failed,
                            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (failed) return fault ? 1 : 2;
   return 0;
+}
+
+int run_sweep(const CliContext& ctx, const SweepOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  if (o.jobs_given && o.jobs < 1) throw UserError("--jobs", fmt::format("expected a positive number of jobs, got {}", o.jobs));
+  const unsigned jobs = o.jobs_given ? static_cast<unsigned>(o.jobs) : std::max(1u, std::thread::hardware_concurrency());
+  const ConfigSource configs(ctx.catalog(), *ctx.registry);
+  // Under mpirun, the worker ranks only simulate: they return here without reading the file.
+  return with_executor(configs, jobs, [&](RunExecutor& executor) { return make_sweep(o, configs, executor, start); });
 }
 
 }  // namespace

@@ -58,9 +58,17 @@ SweepRunner::SweepRunner(const ConfigSource& configs, const ResultCache& cache, 
 struct SweepRunner::Prepared {
   std::optional<Config> config;
   std::string key;
+  std::string point_error;  // the point's workload cannot be built (bad_points_fail_runs)
 };
 
 namespace {
+
+// Requests of the same point (any system) share this.
+std::string point_id(const RunRequest& r) {
+  std::string id = r.point.origin;
+  for (const auto& s : r.point.settings) id += "\n" + s.path + "=" + s.text;
+  return id;
+}
 
 RunOutcome without_result(std::string key, std::string error) {
   RunOutcome o;
@@ -140,21 +148,26 @@ std::vector<SweepRunner::Prepared> SweepRunner::prepare(const std::vector<RunReq
   // the system): a shape the workload rejects is an error in the sweep, not in a system.
   std::vector<Prepared> prepared(requests.size());
   std::map<std::string, size_t> first_of_point;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    std::string id = requests[i].point.origin;
-    for (const auto& s : requests[i].point.settings) id += "\n" + s.path + "=" + s.text;
-    first_of_point.emplace(id, i);
-  }
+  for (size_t i = 0; i < requests.size(); ++i) first_of_point.emplace(point_id(requests[i]), i);
   std::vector<bool> check_workload(requests.size(), false);
   for (const auto& [id, i] : first_of_point) check_workload[i] = true;
+  std::vector<size_t> point_of(requests.size());  // the request that checks each request's point
+  for (size_t i = 0; i < requests.size(); ++i) point_of[i] = first_of_point.at(point_id(requests[i]));
   // Configurations are built here whatever executes the runs: one thread per worker, at most
   // one per core.
   const unsigned threads = std::min(executor_.workers(), std::max(1u, std::thread::hardware_concurrency()));
   parallel_for(requests.size(), threads, [&](size_t i) {
     prepared[i].config.emplace(configs_.build(run_settings(requests[i])));
     prepared[i].key = run_key(binary_, requests[i].system, prepared[i].config->to_json());
-    if (check_workload[i]) check_point_workload(*prepared[i].config, requests[i].point, requests[i].system);
+    if (!check_workload[i]) return;
+    try {
+      check_point_workload(*prepared[i].config, requests[i].point, requests[i].system);
+    } catch (const UserError& e) {
+      if (!options_.bad_points_fail_runs) throw;
+      prepared[i].point_error = e.what();
+    }
   });
+  for (size_t i = 0; i < requests.size(); ++i) prepared[i].point_error = prepared[point_of[i]].point_error;
   return prepared;
 }
 
@@ -227,7 +240,16 @@ std::vector<RunOutcome> SweepRunner::run(const std::vector<RunRequest>& requests
   std::map<std::string, RunOutcome> done;
   std::vector<size_t> todo;
   for (const auto& [key, i] : first_of_key) {
-    if (auto entry = cache_.load(key, binary_, requests[i].system)) {
+    if (!prepared[i].point_error.empty()) {
+      RunOutcome o = without_result(key, prepared[i].point_error);
+      o.unsupported = true;
+      ++summary_.unsupported;
+      if (options_.progress) {
+        *options_.progress << fmt::format("{}: {} {}: unsupported: {}\n", options_.tag, requests[i].point.label(),
+                                          requests[i].system, o.error);
+      }
+      done.emplace(key, std::move(o));
+    } else if (auto entry = cache_.load(key, binary_, requests[i].system)) {
       RunOutcome o;
       o.ok = true;
       o.from_cache = true;
@@ -239,7 +261,7 @@ std::vector<RunOutcome> SweepRunner::run(const std::vector<RunRequest>& requests
       todo.push_back(i);
     }
   }
-  summary_.cached = done.size();
+  summary_.cached = done.size() - summary_.unsupported;
   if (options_.progress) {
     *options_.progress << fmt::format("{}: {} runs, {} distinct: {} cached, {} to compute on {}\n", options_.tag,
                                       requests.size(), summary_.distinct, summary_.cached, todo.size(),

@@ -24,6 +24,10 @@ struct RunnerOptions {
   std::ostream* progress = nullptr;  // null: nothing is written
   bool terminal = false;             // progress is a terminal: a live line rewritten with '\r'
   bool keep_going = true;            // false: start no run after the first without a result
+  // true: a point whose routed workload cannot be built (e.g. experts that do not divide over
+  // its GPUs) gives unsupported runs carrying the error; false: the error stops the sweep
+  // before anything runs (a figure's points must all be valid).
+  bool bad_points_fail_runs = false;
   std::string tag = "figures";       // the progress lines' prefix ("figures: ...")
 };
 

@@ -2,9 +2,10 @@
 # `mpirun -np 3 moehub figures` (rank 0 coordinates, two workers simulate) writes byte-identical
 # CSVs, plots and RESULTS.md to a local run, nothing on stdout, and a bad input on rank 0 stops
 # the workers instead of leaving them waiting.
-# Usage: mpi_figures_test.sh MOEHUB MPIEXEC EXPERIMENTS_DIR WORK_DIR
+# `mpirun -np 3 moehub sweep FILE` likewise gives the local run's CSVs and plots.
+# Usage: mpi_figures_test.sh MOEHUB MPIEXEC EXPERIMENTS_DIR WORK_DIR SWEEP_FILE
 set -euo pipefail
-moehub=$1 mpiexec=$2 experiments=$3 work=$4
+moehub=$1 mpiexec=$2 experiments=$3 work=$4 sweep=$5
 fail() { echo "FAIL: $*" >&2; exit 1; }
 rm -rf "$work"
 mkdir -p "$work"
@@ -28,4 +29,13 @@ timeout 120 "$mpiexec" --oversubscribe -np 3 "$moehub" "${args[@]}" --out "$work
 grep -q "^moehub: error: figures: unknown figure 'nope'" "$work/bad.err" || fail "$(cat "$work/bad.err")"
 [ "$(grep -c "^moehub: error:" "$work/bad.err")" -eq 1 ] || fail "only rank 0 reports: $(cat "$work/bad.err")"
 [ ! -e "$work/bad" ] || fail "a failed start left its output folder"
-echo "mpi figures: identical to the local run"
+
+"$moehub" sweep "$sweep" --jobs 2 --out "$work/sweep-local" 2> "$work/sweep-local.err" ||
+  fail "local sweep: $(cat "$work/sweep-local.err")"
+"$mpiexec" --oversubscribe -np 3 "$moehub" sweep "$sweep" --out "$work/sweep-mpi" > "$work/sweep-mpi.out" \
+  2> "$work/sweep-mpi.err" || fail "mpirun sweep: $(cat "$work/sweep-mpi.err")"
+[ ! -s "$work/sweep-mpi.out" ] || fail "sweep stdout is not empty"
+grep -q "16 runs computed, 0 cached" "$work/sweep-mpi.err" || fail "$(cat "$work/sweep-mpi.err")"
+diff -r -x cache "$work/sweep-local" "$work/sweep-mpi" > "$work/sweep-diff.txt" ||
+  fail "sweep outputs differ: $(head -20 "$work/sweep-diff.txt")"
+echo "mpi figures and sweep: identical to the local runs"

@@ -113,7 +113,7 @@ TEST(SweepCli, KeepGoingRunsTheOtherPointsAndExitsNonZero) {
 
   const Result go = sweep(file, {"--keep-going"});
   EXPECT_EQ(go.status, 2) << go.err;
-  EXPECT_NE(go.err.find("failed: gpus=3 tokens=256, ideal"), std::string::npos) << go.err;
+  EXPECT_NE(go.err.find("sweep: gpus=3 tokens=256 ideal: unsupported:"), std::string::npos) << go.err;
   const auto rows = lines(slurp(file.parent_path() / "out" / "two.csv"));
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[1].rfind("2,256,ideal,ok,", 0), 0u) << rows[1];
