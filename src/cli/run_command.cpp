@@ -8,7 +8,10 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <map>
+#include <mutex>
 #include <thread>
+#include <unistd.h>
 
 #include "config/run_params.h"
 #include "cli/command.h"
@@ -20,6 +23,7 @@
 #include "report/output_file.h"
 #include "report/run_report.h"
 #include "sim/error.h"
+#include "sim/live_line.h"
 #include "sim/trace_recorder.h"
 #include "platform/experiment.h"
 #include "systems/system_registry.h"
@@ -33,6 +37,37 @@ struct RunOptions {
   std::string trace_file;
   std::string output_file;
   std::string format = "table";
+};
+
+// On a terminal, one live line: each running system's simulated time and events, the systems
+// done, the wall time. Redrawn at most every 0.2 s; the simulating threads call in.
+class RunProgress {
+ public:
+  RunProgress(size_t systems) : systems_(systems) {}
+  void update(const std::string& system, Time simulated, uint64_t events, bool finished) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (finished) {
+      ++done_;
+      running_.erase(system);
+    } else {
+      running_[system] = fmt::format("{} {:.0f} us ({:.1f} M events)", system, simulated.us(), events / 1e6);
+    }
+    const auto now = Clock::now();
+    if (!finished && now - drawn_ < std::chrono::milliseconds(200)) return;
+    drawn_ = now;
+    std::string text = fmt::format("run: {}/{} systems done, {}", done_, systems_,
+                                   duration_text(std::chrono::duration<double>(now - start_).count()));
+    for (const auto& [name, state] : running_) text += "; " + state;
+    line_.draw(text);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::mutex mutex_;
+  size_t systems_, done_ = 0;
+  std::map<std::string, std::string> running_;
+  Clock::time_point start_ = Clock::now(), drawn_{};
+  LiveLine line_{&std::cerr};
 };
 
 int run(const CliContext& ctx, RunOptions& o) {
@@ -60,7 +95,15 @@ int run(const CliContext& ctx, RunOptions& o) {
   options.trace = trace.has_value();
   options.functional = RunParams::from(cfg).functional;
   options.threads = std::max(1u, std::thread::hardware_concurrency());
+  std::optional<RunProgress> progress;
+  if (::isatty(::fileno(stderr))) {
+    progress.emplace(systems.size());
+    options.progress = [&progress](const std::string& system, Time t, uint64_t events, bool finished) {
+      progress->update(system, t, events, finished);
+    };
+  }
   std::vector<SystemOutcome> outcomes = run_experiment(cfg, workload, systems, options);
+  progress.reset();  // ends the live line before the report
 
   RunReport report;
   report.config = cfg.to_json();

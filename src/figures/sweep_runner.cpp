@@ -12,6 +12,7 @@
 
 #include "moe/model_shape.h"
 #include "sim/error.h"
+#include "sim/live_line.h"
 #include "moe/workload.h"
 #include "platform/experiment.h"
 #include "platform/resource_estimate.h"
@@ -77,13 +78,6 @@ RunOutcome without_result(std::string key, std::string error) {
   return o;
 }
 
-std::string duration_text(double s) {
-  const auto total = static_cast<int64_t>(s + 0.5);
-  if (total < 60) return fmt::format("{} s", total);
-  if (total < 3600) return fmt::format("{}m{:02}s", total / 60, total % 60);
-  return fmt::format("{}h{:02}m", total / 3600, total % 3600 / 60);
-}
-
 // What the runner says while it computes. On a terminal, one line rewritten in place; anywhere,
 // one line per run that did not give a result. Called one run at a time.
 class Progress {
@@ -103,32 +97,29 @@ class Progress {
     draw();
   }
   // Ends the live line.
-  void close() {
-    if (live()) *options_.progress << "\n" << std::flush;
-  }
+  void close() { line_.close(); }
 
  private:
   bool live() const { return options_.progress && options_.terminal && total_ > 0; }
-  void say(const std::string& line) {
-    if (!options_.progress) return;
-    if (live()) *options_.progress << "\r" << std::string(width_, ' ') << "\r";
-    width_ = 0;
-    *options_.progress << line << std::flush;
+  void say(const std::string& text) {
+    if (live()) {
+      line_.say(text);
+    } else if (options_.progress) {
+      *options_.progress << text << std::flush;
+    }
   }
   void draw() {
     if (!live()) return;
-    std::string line = fmt::format("{}: {}/{} runs done, {} failed, {} elapsed", options_.tag, done_, total_, failed_,
+    std::string text = fmt::format("{}: {}/{} runs done, {} failed, {} elapsed", options_.tag, done_, total_, failed_,
                                    duration_text(seconds_since(start_)));
     if (done_ > 0 && done_ < total_) {
       // The mean run so far, for each run left, spread over the workers that are still busy.
       const size_t left = total_ - done_;
       const double busy = static_cast<double>(std::min<size_t>(workers_, left));
-      line += fmt::format(", about {} left", duration_text(wall_sum_ / static_cast<double>(done_) *
+      text += fmt::format(", about {} left", duration_text(wall_sum_ / static_cast<double>(done_) *
                                                            static_cast<double>(left) / busy));
     }
-    const size_t pad = width_ > line.size() ? width_ - line.size() : 0;
-    *options_.progress << "\r" << line << std::string(pad, ' ') << std::flush;
-    width_ = line.size();
+    line_.draw(text);
   }
 
   const RunnerOptions& options_;
@@ -137,7 +128,7 @@ class Progress {
   Clock::time_point start_ = Clock::now();
   size_t done_ = 0, failed_ = 0;
   double wall_sum_ = 0;
-  size_t width_ = 0;  // of the live line on screen
+  LiveLine line_{options_.progress};
 };
 
 }  // namespace

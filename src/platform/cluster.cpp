@@ -94,9 +94,17 @@ bool Cluster::all_done() const {
   return true;
 }
 
-void Cluster::run_to_completion(const std::string& system) {
+void Cluster::run_to_completion(const std::string& system, const Progress& progress) {
   const Time limit = run_.time_limit;
-  sim_.run_until(limit);
+  if (progress) {
+    // Slices end where the next event would have run anyway: the order of events is unchanged.
+    while (sim_.events_pending() > 0 && sim_.now() < limit) {
+      sim_.run_until(std::min(limit, sim_.now() + kProgressSlice));
+      progress(sim_.now(), sim_.events_executed());
+    }
+  } else {
+    sim_.run_until(limit);
+  }
   if (sim_.events_pending() > 0) {
     // The user's limit was reached: a layer slower than the limit (slow clocks, long latencies)
     // or one that never ends (a flag no one sets); either way the run stops here, as asked.

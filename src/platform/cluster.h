@@ -4,6 +4,7 @@
 // receivers that write arriving packets into GPU memory, and the logs the report is built from.
 // Every system gets a fresh Cluster built from the same configuration and workload.
 
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -103,8 +104,12 @@ class Cluster {
 
   // Runs the simulation until no events remain, then finish(). A run still busy after
   // run.time_limit of simulated time is livelocked (a flag no one sets, a credit never
-  // returned): it throws, naming `system`, instead of spinning forever.
-  void run_to_completion(const std::string& system);
+  // returned): it throws, naming `system`, instead of spinning forever. `progress`, if set, is
+  // told the simulated time and events so far every kProgressSlice of simulated time (the
+  // events run in the same order either way).
+  using Progress = std::function<void(Time simulated, uint64_t events)>;
+  static constexpr Time kProgressSlice = Time::from_us(10);
+  void run_to_completion(const std::string& system, const Progress& progress = {});
   // Folds kernel run times into the activity logs; call once after the simulation ends. With
   // run.check (or in a debug build) it then checks conservation: every packet delivered, every
   // credit returned, every kernel finished, every GPU done; a violation is a std::logic_error

@@ -42,7 +42,12 @@ SystemOutcome run_one(const Config& config, const Workload& workload, const Syst
   Cluster cluster(sim, config, workload, out.trace.get(), functional ? &*functional : nullptr);
   std::unique_ptr<MoeSystem> system = entry.make(config);
   system->start(cluster);
-  cluster.run_to_completion(entry.name);
+  Cluster::Progress progress;
+  if (options.progress) {
+    progress = [&](Time t, uint64_t events) { options.progress(entry.name, t, events, false); };
+  }
+  cluster.run_to_completion(entry.name, progress);
+  if (options.progress) options.progress(entry.name, sim.now(), sim.events_executed(), true);
   if (cluster.checking()) {
     const std::vector<std::string> v = system->conservation_violations(cluster);
     if (!v.empty()) throw std::logic_error(fmt::format("conservation check failed in {}: {}", entry.name, fmt::join(v, "; ")));

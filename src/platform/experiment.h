@@ -3,6 +3,7 @@
 // over threads; results are independent of the thread count), and derives the report: layer
 // and end-to-end times, the Fig. 3 breakdown, the Fig. 15 window and dispatch/combine rates.
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -20,6 +21,9 @@ struct ExperimentOptions {
   bool trace = false;
   bool functional = false;
   unsigned threads = 1;
+  // For a progress display: called from the simulating threads (the callee synchronises) with
+  // each system's simulated time and events so far, and once more when it finished.
+  std::function<void(const std::string& system, Time simulated, uint64_t events, bool finished)> progress;
 };
 
 // The threads run_experiment uses for `systems` systems: options.threads, at least one, at
