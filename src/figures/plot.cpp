@@ -167,8 +167,23 @@ bool label_below(const PlotPanel& p, const std::vector<size_t>& shown, size_t ro
   return above < below;
 }
 
-// Value labels beside their bars or points, then the free text.
-void write_labels(std::ostream& gp, const PlotPanel& p, const std::vector<size_t>& shown) {
+// Labels wider than their bars stand upright on them, so that they do not run into the next bar.
+bool labels_upright(const PlotPanel& p, size_t n_shown, int panel_width) {
+  if (!p.bars) return false;
+  size_t longest = 0;
+  for (const auto& s : p.series) {
+    for (const auto& l : s.labels) longest = std::max(longest, l.size());
+  }
+  const double per_category = (panel_width - 120.0) / static_cast<double>(std::max<size_t>(1, p.categories.size()));
+  const double bar = p.stacked ? 0.6 * per_category : per_category / (n_shown + 1.0);
+  return text_width(std::string(longest, 'x'), kLabelFont) > 0.95 * bar;
+}
+
+// Value labels beside their bars or points, then the free text; on an opaque box, so that a line
+// that passes behind one does not strike its digits out.
+void write_labels(std::ostream& gp, const PlotPanel& p, const std::vector<size_t>& shown, int panel_width) {
+  gp << "set style textbox opaque noborder margins 0.5, 0.5\n";
+  const bool upright = labels_upright(p, shown.size(), panel_width);
   int n = 0;
   for (size_t k = 0; k < shown.size(); ++k) {
     const PlotSeries& s = p.series[shown[k]];
@@ -176,12 +191,13 @@ void write_labels(std::ostream& gp, const PlotPanel& p, const std::vector<size_t
       const bool below = label_below(p, shown, r, k);
       const double x = value_x(p, r, k, shown.size()), y = value_end(p, shown, r, k, below);
       if (s.labels[r].empty() || !std::isfinite(x) || !std::isfinite(y)) continue;
-      gp << fmt::format("set label {} {} at {},{} center offset 0,{} font ',{}' noenhanced front\n", ++n,
-                        quoted(s.labels[r]), number(x), number(y), below ? "-1" : "0.8", kLabelFont);
+      const std::string place = upright ? "left rotate by 90 offset 0,0.5" : below ? "center offset 0,-1" : "center offset 0,0.8";
+      gp << fmt::format("set label {} {} at {},{} {} boxed font ',{}' noenhanced front\n", ++n, quoted(s.labels[r]),
+                        number(x), number(y), place, kLabelFont);
     }
   }
   for (const auto& t : p.labels) {
-    gp << fmt::format("set label {} {} at {},{} center font ',{}' noenhanced front\n", ++n, quoted(t.text),
+    gp << fmt::format("set label {} {} at {},{} center boxed font ',{}' noenhanced front\n", ++n, quoted(t.text),
                       number(t.x), number(t.y), kLabelFont);
   }
 }
@@ -209,7 +225,9 @@ void write_bars(std::ostream& gp, const PlotPanel& p, size_t index, const std::v
   // Half a gap beside the outer clusters, not gnuplot's whole empty category.
   gp << fmt::format("set xrange [-0.5:{}]\n", number(p.categories.size() - 0.5));
   gp << "set style fill solid 0.85 border -1\nset yrange [" << (p.stacked ? "*" : "0") << ":*]\n"
-     << (has_value_labels(p) ? "set offsets 0, 0, graph 0.1, 0\n" : "");
+     << (!has_value_labels(p) ? ""
+         : labels_upright(p, shown.size(), panel_width) ? "set offsets 0, 0, graph 0.15, 0\n"
+                                                        : "set offsets 0, 0, graph 0.1, 0\n");
   const int angle = tic_angle(p, panel_width);
   // Right-justified at the tic, an angled name reads up to its bar and stays inside the canvas.
   gp << (angle ? fmt::format("set xtics rotate by {} right noenhanced\n", angle) : "set xtics norotate noenhanced\n");
@@ -277,7 +295,7 @@ void write_panel(std::ostream& gp, const PlotPanel& p, size_t index, const Layou
   gp << fmt::format("set tics font ',{}'\n", kTickFont);
   gp << "set xlabel " << quoted(p.xlabel) << "\nset ylabel " << quoted(p.ylabel) << "\n";
   if (p.logy) gp << "set logscale y 2\n";
-  write_labels(gp, p, shown);
+  write_labels(gp, p, shown, l.panel_width);
   if (p.bars) {
     write_bars(gp, p, index, shown, l.panel_width);
   } else {
