@@ -135,8 +135,8 @@ double value_x(const PlotPanel& p, size_t row, size_t k, size_t n_shown) {
   return static_cast<double>(row) + (static_cast<double>(k) - (n_shown - 1) / 2.0) / (n_shown + 1.0);
 }
 
-// The top of a value (its bar, its error bar, or the stack it ends), or with `below` its bottom.
-double value_end(const PlotPanel& p, const std::vector<size_t>& shown, size_t row, size_t k, bool below) {
+// The top of a value: its bar, its error bar, or the stack it ends.
+double value_top(const PlotPanel& p, const std::vector<size_t>& shown, size_t row, size_t k) {
   const PlotSeries& s = p.series[shown[k]];
   if (p.bars && p.stacked) {
     double sum = 0;
@@ -146,25 +146,8 @@ double value_end(const PlotPanel& p, const std::vector<size_t>& shown, size_t ro
     }
     return sum;
   }
-  const double y = at(s.y, row), bound = errors_drawn(p, s) ? at(below ? s.low : s.high, row) : NAN;
-  if (!std::isfinite(bound)) return y;
-  return below ? std::min(y, bound) : std::max(y, bound);
-}
-
-// A line's label goes under its point when another series passes nearer above than below (MoE-Hub's
-// speedup line runs just under ideal's); a bar's always on top.
-bool label_below(const PlotPanel& p, const std::vector<size_t>& shown, size_t row, size_t k) {
-  if (p.bars) return false;
-  const auto scale = [&](double v) { return p.logy ? std::log2(v) : v; };
-  const double y = scale(at(p.series[shown[k]].y, row));
-  double above = INFINITY, below = INFINITY;
-  for (size_t j = 0; j < shown.size(); ++j) {
-    const double v = scale(at(p.series[shown[j]].y, row));
-    if (j == k || !std::isfinite(v)) continue;
-    if (v >= y) above = std::min(above, v - y);
-    if (v < y) below = std::min(below, y - v);
-  }
-  return above < below;
+  const double y = at(s.y, row), hi = errors_drawn(p, s) ? at(s.high, row) : NAN;
+  return std::isfinite(hi) ? std::max(y, hi) : y;
 }
 
 // Labels wider than their bars stand upright on them, so that they do not run into the next bar.
@@ -179,36 +162,43 @@ bool labels_upright(const PlotPanel& p, size_t n_shown, int panel_width) {
   return text_width(std::string(longest, 'x'), kLabelFont) > 0.95 * bar;
 }
 
-// Value labels beside their bars or points, then the free text; on an opaque box, so that a line
-// that passes behind one does not strike its digits out.
-void write_labels(std::ostream& gp, const PlotPanel& p, const std::vector<size_t>& shown, int panel_width) {
-  gp << "set style textbox opaque noborder margins 0.5, 0.5\n";
-  const bool upright = labels_upright(p, shown.size(), panel_width);
-  int n = 0;
-  for (size_t k = 0; k < shown.size(); ++k) {
-    const PlotSeries& s = p.series[shown[k]];
-    for (size_t r = 0; r < s.labels.size(); ++r) {
-      const bool below = label_below(p, shown, r, k);
-      const double x = value_x(p, r, k, shown.size()), y = value_end(p, shown, r, k, below);
-      if (s.labels[r].empty() || !std::isfinite(x) || !std::isfinite(y)) continue;
-      const std::string place = upright ? "left rotate by 90 offset 0,0.5" : below ? "center offset 0,-1" : "center offset 0,0.8";
-      gp << fmt::format("set label {} {} at {},{} {} boxed font ',{}' noenhanced front\n", ++n, quoted(s.labels[r]),
-                        number(x), number(y), place, kLabelFont);
-    }
-  }
-  for (const auto& t : p.labels) {
-    gp << fmt::format("set label {} {} at {},{} center boxed font ',{}' noenhanced front\n", ++n, quoted(t.text),
-                      number(t.x), number(t.y), kLabelFont);
-  }
+bool has_labels(const PlotSeries& s) {
+  return std::any_of(s.labels.begin(), s.labels.end(), [](const std::string& l) { return !l.empty(); });
 }
 
-bool has_value_labels(const PlotPanel& p) {
-  for (const auto& s : p.series) {
-    for (const auto& l : s.labels) {
-      if (!l.empty()) return true;
+// Series with labels among those shown: a line panel gives each a row of its own.
+size_t label_rows(const PlotPanel& p) {
+  return static_cast<size_t>(std::count_if(p.series.begin(), p.series.end(),
+                                           [](const PlotSeries& s) { return has_values(s) && has_labels(s); }));
+}
+
+// Bars: each label on its bar. Lines: each labelled series' labels in a row across the top of
+// the panel, above every point (write_lines leaves the room), at their points' x and in their
+// colour; beside the points they ran into the neighbouring lines (MoE-Hub's speedup runs between
+// ideal's and Comet's). Then the free text.
+void write_labels(std::ostream& gp, const PlotPanel& p, const std::vector<size_t>& shown, int panel_width) {
+  const bool upright = labels_upright(p, shown.size(), panel_width);
+  int n = 0;
+  size_t line_row = 0;
+  for (size_t k = 0; k < shown.size(); ++k) {
+    const PlotSeries& s = p.series[shown[k]];
+    if (!has_labels(s)) continue;
+    for (size_t r = 0; r < s.labels.size(); ++r) {
+      const double x = value_x(p, r, k, shown.size()), y = value_top(p, shown, r, k);
+      if (s.labels[r].empty() || !std::isfinite(x) || !std::isfinite(y)) continue;
+      const std::string where =
+          !p.bars ? fmt::format("at first {}, graph {} center textcolor rgb '{}'", number(x), number(0.95 - 0.065 * line_row),
+                                p.series[shown[k]].dashed ? "#444444" : kColours[shown[k] % kColours.size()])
+          : upright ? fmt::format("at {},{} left rotate by 90 offset 0,0.5", number(x), number(y))
+                    : fmt::format("at {},{} center offset 0,0.8", number(x), number(y));
+      gp << fmt::format("set label {} {} {} font ',{}' noenhanced front\n", ++n, quoted(s.labels[r]), where, kLabelFont);
     }
+    ++line_row;
   }
-  return false;
+  for (const auto& t : p.labels) {
+    gp << fmt::format("set label {} {} at {},{} center font ',{}' noenhanced front\n", ++n, quoted(t.text), number(t.x),
+                      number(t.y), kLabelFont);
+  }
 }
 
 void write_bars(std::ostream& gp, const PlotPanel& p, size_t index, const std::vector<size_t>& shown, int panel_width) {
@@ -221,11 +211,11 @@ void write_bars(std::ostream& gp, const PlotPanel& p, size_t index, const std::v
     gp << (errors ? "set style histogram errorbars gap 1 lw 1.5\n" : "set style histogram clustered gap 1\n")
        << "set boxwidth 0.9\n";
   }
-  // Room above the tallest bar for its label.
-  // Half a gap beside the outer clusters, not gnuplot's whole empty category.
+  // Half a gap beside the outer clusters, not gnuplot's whole empty category; room above the
+  // tallest bar for its label.
   gp << fmt::format("set xrange [-0.5:{}]\n", number(p.categories.size() - 0.5));
   gp << "set style fill solid 0.85 border -1\nset yrange [" << (p.stacked ? "*" : "0") << ":*]\n"
-     << (!has_value_labels(p) ? ""
+     << (label_rows(p) == 0 ? ""
          : labels_upright(p, shown.size(), panel_width) ? "set offsets 0, 0, graph 0.15, 0\n"
                                                         : "set offsets 0, 0, graph 0.1, 0\n");
   const int angle = tic_angle(p, panel_width);
@@ -248,9 +238,11 @@ void write_lines(std::ostream& gp, const PlotPanel& p, size_t index, const std::
   if (p.logx) gp << "set logscale x 2\n";
   gp << "set xtics (";
   for (size_t i = 0; i < p.x.size(); ++i) gp << (i ? ", " : "") << quoted(number(p.x[i])) << " " << number(p.x[i]);
-  // Labels need room beside the first and last points and above the top one.
-  const bool labels = has_value_labels(p);
-  gp << ")\nset offsets graph " << (labels ? "0.06, graph 0.06, graph 0.12" : "0.03, graph 0.03, graph 0.05") << ", graph 0.05\n";
+  // Room above the top point for a row of labels per labelled series (write_labels), and beside
+  // the outer points for half a label.
+  const size_t rows = label_rows(p);
+  gp << ")\nset offsets graph " << (rows ? "0.05, graph 0.05" : "0.03, graph 0.03") << ", graph "
+     << number(rows ? 0.08 + 0.07 * rows : 0.05) << ", graph 0.05\n";
   gp << "plot ";
   for (size_t i = 0; i < shown.size(); ++i) {
     const size_t s = shown[i];

@@ -132,7 +132,10 @@ Plot line_plot(const FigureRuns& r, const std::function<double(const SweepPoint&
         l.y.push_back(nan_if_empty(r.value(p, sys, "layer_us")));
         g.y.push_back(nan_if_empty(speedup(p, sys)));
       }
-      if (sys == "moehub") g.labels = speedup_labels(points, sys, speedup);
+      if (sys == "moehub") {
+        g.labels = speedup_labels(points, sys, speedup);
+        gain.title += " (top row: moehub's)";
+      }
       layer.series.push_back(std::move(l));
       gain.series.push_back(std::move(g));
     }

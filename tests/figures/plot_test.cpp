@@ -102,8 +102,8 @@ TEST(GnuplotScript, LabelsSitAboveTheirBarsAndFreeTextWhereItIsPut) {
   // Two bars per cluster and a gap of one: the second bar's middle is 1/6 right of the category.
   // The label sits on the error bar's top (7), not the bar's (6); "" gives no label.
   EXPECT_EQ(line_starting(gp, "set label 1 "),
-            "set label 1 \"2.00x\" at 0.166667,7 center offset 0,0.8 boxed font ',13' noenhanced front");
-  EXPECT_EQ(line_starting(gp, "set label 2 "), "set label 2 \"paper: 3.1x\" at 1,30 center boxed font ',13' noenhanced front");
+            "set label 1 \"2.00x\" at 0.166667,7 center offset 0,0.8 font ',13' noenhanced front");
+  EXPECT_EQ(line_starting(gp, "set label 2 "), "set label 2 \"paper: 3.1x\" at 1,30 center font ',13' noenhanced front");
   EXPECT_FALSE(contains(gp, "set label 3 "));
   EXPECT_TRUE(contains(gp, "\nset offsets 0, 0, graph 0.1, 0\n"));  // room above the tallest label
 }
@@ -119,23 +119,30 @@ TEST(GnuplotScript, LabelsWiderThanTheirBarsStandUpright) {
   const std::string gp = gnuplot_script(plot, "f");
   // 4 clusters of 8 bars in a 1200 px panel leave a bar 30 px, narrower than "1.05x".
   EXPECT_EQ(line_starting(gp, "set label 1 "),
-            "set label 1 \"1.05x\" at 0.277778,10 left rotate by 90 offset 0,0.5 boxed font ',13' noenhanced front");
+            "set label 1 \"1.05x\" at 0.277778,10 left rotate by 90 offset 0,0.5 font ',13' noenhanced front");
   EXPECT_TRUE(contains(gp, "\nset offsets 0, 0, graph 0.15, 0\n"));
 }
 
-TEST(GnuplotScript, ALineLabelGoesUnderItsPointWhenAnotherLineRunsJustAbove) {
+TEST(GnuplotScript, LineLabelsRunInARowPerSeriesAboveThePoints) {
   PlotPanel p;
   p.x = {128, 1024};
   PlotSeries hub = series("moehub", {2.6, 1.5});
   hub.labels = {"2.60x", "1.50x"};
-  p.series = {series("comet", {2.0, 1.45}), hub, series("ideal", {2.7, 2.5})};
+  PlotSeries comet = series("comet", {2.0, 1.45});
+  comet.labels = {"", "1.45x"};
+  p.series = {comet, hub, series("ideal", {2.7, 2.5})};
   Plot plot;
   plot.panels = {p};
   const std::string gp = gnuplot_script(plot, "f");
-  // At 128 ideal (0.1 above) is nearer than comet (0.6 below); at 1024 comet (0.05 below) is nearer.
-  EXPECT_EQ(line_starting(gp, "set label 1 "), "set label 1 \"2.60x\" at 128,2.6 center offset 0,-1 boxed font ',13' noenhanced front");
-  EXPECT_EQ(line_starting(gp, "set label 2 "), "set label 2 \"1.50x\" at 1024,1.5 center offset 0,0.8 boxed font ',13' noenhanced front");
-  EXPECT_TRUE(contains(gp, "\nset offsets graph 0.06, graph 0.06, graph 0.12, graph 0.05\n"));
+  // At the points' x, near the top of the panel, one row per labelled series in its colour: beside
+  // the points they would run into the lines just above and below.
+  EXPECT_EQ(line_starting(gp, "set label 1 "),
+            "set label 1 \"1.45x\" at first 1024, graph 0.95 center textcolor rgb '#14205a' font ',13' noenhanced front");
+  EXPECT_EQ(line_starting(gp, "set label 2 "),
+            "set label 2 \"2.60x\" at first 128, graph 0.885 center textcolor rgb '#f39c12' font ',13' noenhanced front");
+  EXPECT_EQ(line_starting(gp, "set label 3 "),
+            "set label 3 \"1.50x\" at first 1024, graph 0.885 center textcolor rgb '#f39c12' font ',13' noenhanced front");
+  EXPECT_TRUE(contains(gp, "\nset offsets graph 0.05, graph 0.05, graph 0.22, graph 0.05\n"));  // two rows of room
 }
 
 TEST(GnuplotScript, OneKeyForPanelsThatShareTheirSeriesAndBothImages) {
