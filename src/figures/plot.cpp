@@ -376,8 +376,8 @@ std::string gnuplot_script(const Plot& plot, const std::string& stem) {
   gp << "# Written by `moehub figures`; run `gnuplot " << stem << ".gp` in the figure folder.\n";
   for (size_t i = 0; i < plot.panels.size(); ++i) write_datablock(gp, plot.panels[i], i);
   const Layout l = layout(plot);
-  // The same font sizes in both: SVG sizes are in px, pngcairo's in points at 72 dpi, so PNG
-  // text comes out larger unless scaled.
+  // The same text size in both: SVG font sizes are px, pngcairo's points drawn at 96 dpi (4/3 px
+  // each), hence its fontscale of 3/4.
   const std::vector<std::pair<std::string, std::string>> terminals{
       {fmt::format("svg size {},{} font 'Helvetica,{}' background rgb 'white'", kWidth, l.height(), kFont), stem + ".svg"},
       {fmt::format("pngcairo size {},{} font 'Helvetica,{}' fontscale 0.75 background rgb 'white'", kWidth, l.height(), kFont),
