@@ -12,7 +12,20 @@ struct PlotSeries {
   std::string title;
   std::vector<double> y;  // NaN where there is no value
   bool dashed = false;    // reference lines (ideal scaling)
-  std::vector<double> low, high;  // error bars (e.g. min and max over seeds); empty or NaN: none
+  // Error bars (e.g. min and max over seeds), in y's units: empty, or as long as y with NaN
+  // where a value has none. Lines draw them with yerrorlines, clustered bars with the
+  // histogram errorbars style; stacked bars leave them out.
+  std::vector<double> low, high;
+  // Text just above each value (a bar's top, a line's point), e.g. "2.41x": empty, or as long
+  // as y with "" where a value has none.
+  std::vector<std::string> labels;
+  bool has_errors() const;
+};
+
+// Free text in a panel, in its data coordinates (clustered bars: category i is at x = i).
+struct PlotText {
+  double x = 0, y = 0;
+  std::string text;
 };
 
 struct PlotPanel {
@@ -23,6 +36,7 @@ struct PlotPanel {
   std::vector<std::string> categories;
   std::vector<double> x;
   std::vector<PlotSeries> series;
+  std::vector<PlotText> labels;
   bool has_data() const;
 };
 
@@ -30,7 +44,7 @@ struct Plot {
   std::string title;
   std::vector<PlotPanel> panels;
   int columns = 1;
-  std::string note;  // printed under the panels, e.g. which systems were not run
+  std::string note;  // printed under the title, e.g. which systems were not run
 };
 
 // The gnuplot script that draws `plot` to `<stem>.svg` and `<stem>.png` (relative to the

@@ -62,22 +62,43 @@ CsvTable long_table(const FigureRuns& r, const std::vector<ExtraColumn>& extra) 
 
 double nan_if_empty(std::optional<double> v) { return v ? *v : NAN; }
 
-// Clustered bars of `field` per model: one cluster per point, one bar per system with data.
-Plot bar_plot(const FigureRuns& r, const std::string& field, const std::string& ylabel,
-              const std::function<std::string(const SweepPoint&)>& category, int columns) {
+// "2.41x" per point where `speedup` has a value for `system`, "" elsewhere.
+std::vector<std::string> speedup_labels(const std::vector<size_t>& points, const std::string& system, const Getter& speedup) {
+  std::vector<std::string> out;
+  for (size_t p : points) {
+    const auto v = speedup(p, system);
+    out.push_back(v ? fmt::format("{:.2f}x", *v) : "");
+  }
+  return out;
+}
+
+// What labels a bar figure's bars: its speedup getter (no value for unlabelled bars) and what
+// the panel title says the labels are.
+struct BarLabels {
+  Getter speedup;
+  std::string what;
+};
+
+// Clustered bars of `field` per model: one cluster per point, one bar per system with data;
+// one panel per row, as wide as the page, so that many clusters and their labels fit.
+Plot bar_plot(const FigureRuns& r, const std::string& field, const std::string& ylabel, const std::string& xlabel,
+              const std::function<std::string(const SweepPoint&)>& category, const BarLabels& labels) {
   Plot plot;
   plot.title = r.spec->title;
-  plot.columns = columns;
+  plot.columns = 1;
   plot.note = r.missing_note();
   for (const auto& [model, points] : by_model(r)) {
     PlotPanel panel;
-    panel.title = model;
+    panel.title = labels.what.empty() ? model : model + " (labels: " + labels.what + ")";
     panel.bars = true;
     panel.ylabel = ylabel;
+    panel.xlabel = xlabel;
     for (size_t p : points) panel.categories.push_back(category(r.points[p]));
     for (const auto& sys : r.systems_with_data()) {
-      PlotSeries s{sys, {}, false};
+      PlotSeries s;
+      s.title = sys;
       for (size_t p : points) s.y.push_back(nan_if_empty(r.value(p, sys, field)));
+      if (labels.speedup) s.labels = speedup_labels(points, sys, labels.speedup);
       panel.series.push_back(std::move(s));
     }
     plot.panels.push_back(std::move(panel));
@@ -85,7 +106,8 @@ Plot bar_plot(const FigureRuns& r, const std::string& field, const std::string& 
   return plot;
 }
 
-// Lines over a numeric axis: per model, the layer time and the speedup over the baseline.
+// Lines over a numeric axis: per model, the layer time and the speedup over the baseline, with
+// MoE-Hub's speedup written at its points as the paper does.
 Plot line_plot(const FigureRuns& r, const std::function<double(const SweepPoint&)>& x, const std::string& xlabel,
                bool logx, const Getter& speedup) {
   Plot plot;
@@ -97,17 +119,22 @@ Plot line_plot(const FigureRuns& r, const std::function<double(const SweepPoint&
     layer.title = model + ": MoE layer time";
     layer.ylabel = "layer time (us)";
     gain.title = model + ": speedup over " + r.spec->baseline;
-    gain.ylabel = "speedup (x)";
+    gain.ylabel = "speedup over " + r.spec->baseline + " (x)";
     layer.xlabel = gain.xlabel = xlabel;
     layer.logx = gain.logx = logx;
     layer.logy = logx;
     for (size_t p : points) layer.x.push_back(x(r.points[p]));
     gain.x = layer.x;
     for (const auto& sys : r.systems_with_data()) {
-      PlotSeries l{sys, {}, false}, g{sys, {}, false};
+      PlotSeries l, g;
+      l.title = g.title = sys;
       for (size_t p : points) {
         l.y.push_back(nan_if_empty(r.value(p, sys, "layer_us")));
         g.y.push_back(nan_if_empty(speedup(p, sys)));
+      }
+      if (sys == "moehub") {
+        g.labels = speedup_labels(points, sys, speedup);
+        gain.title += " (top row: moehub's)";
       }
       layer.series.push_back(std::move(l));
       gain.series.push_back(std::move(g));
@@ -162,7 +189,8 @@ Plot stacked_plot(const FigureRuns& r, const std::string& ylabel, const std::vec
     }
     panel.categories = systems;
     for (const auto& e : series) {
-      PlotSeries ps{e.name, {}, false};
+      PlotSeries ps;
+      ps.title = e.name;
       for (const auto& s : systems) ps.y.push_back(nan_if_empty(e.get(p, s)));
       panel.series.push_back(std::move(ps));
     }
@@ -257,18 +285,69 @@ FigureOutput scaling_figure(const FigureSpec& spec, const FigureRuns& r) {
   for (const auto& [model, points] : by_model(r)) {
     PlotPanel panel;
     panel.title = model;
-    panel.xlabel = "GPU scaling (x the smallest count)";
-    panel.ylabel = "normalised FLOPS";
+    panel.xlabel = "GPU count (x the smallest run)";
+    panel.ylabel = "FLOPS over the smallest run's (x)";
     for (size_t p : points) panel.x.push_back(nan_if_empty(ideal(p, "")));
     for (const auto& sys : r.systems_with_data()) {
-      PlotSeries s{sys, {}, false};
+      PlotSeries s;
+      s.title = sys;
       for (size_t p : points) s.y.push_back(nan_if_empty(normalised(p, sys)));
       panel.series.push_back(std::move(s));
     }
-    panel.series.push_back(PlotSeries{"ideal scaling", panel.x, true});
+    PlotSeries ideal_line;
+    ideal_line.title = "ideal scaling";
+    ideal_line.y = panel.x;
+    ideal_line.dashed = true;
+    panel.series.push_back(std::move(ideal_line));
     plot.panels.push_back(std::move(panel));
   }
   out.plot = std::move(plot);
+  return out;
+}
+
+// MoE-Hub's (`of`'s) speedup over the fastest other system at a point, ideal left out.
+Getter over_fastest(const FigureRuns& r, const std::string& of, const std::string& field) {
+  return [&r, of, field](size_t p, const std::string& s) -> std::optional<double> {
+    if (s != of) return std::nullopt;
+    std::optional<double> best;
+    for (const auto& o : r.systems) {
+      if (o == of || o == "ideal") continue;
+      const auto v = r.value(p, o, field);
+      if (v && (!best || *v < *best)) best = v;
+    }
+    return ratio(best, r.value(p, of, field));
+  };
+}
+
+// Fig. 15's labels (paper caption): what packet management, signalling and both gain over MH-Base.
+Getter over_mh_base(const FigureRuns& r, const std::string& field) {
+  return [&r, field](size_t p, const std::string& s) -> std::optional<double> {
+    if (s != "mh-pkt" && s != "mh-dep" && s != "moehub") return std::nullopt;
+    return ratio(r.value(p, "mh-base", field), r.value(p, s, field));
+  };
+}
+
+// Figs. 12 and 16: end-to-end latency bars; the CSV gives each system's time over `of`'s.
+FigureOutput end_to_end(const FigureSpec& spec, const FigureRuns& r) {
+  FigureOutput out;
+  const std::string of = spec.speedup_of.empty() ? "moehub" : spec.speedup_of;
+  const std::vector<ExtraColumn> extra{
+      {of + "_speedup_layer", [&](size_t p, const std::string& s) { return ratio(r.value(p, s, "layer_us"), r.value(p, of, "layer_us")); }},
+      {of + "_speedup_e2e", [&](size_t p, const std::string& s) { return ratio(r.value(p, s, "e2e_ms"), r.value(p, of, "e2e_ms")); }},
+      {"fraction_of_ideal", [&](size_t p, const std::string& s) { return ratio(r.value(p, "ideal", "layer_us"), r.value(p, s, "layer_us")); }}};
+  out.csvs.push_back({spec.name + ".csv", long_table(r, extra)});
+  if (spec.kind == "fig12") {
+    out.plot = bar_plot(r, "e2e_ms", "end-to-end latency (ms)", "GPUs x sequence length (tokens per GPU)",
+                        [](const SweepPoint& p) {
+                          return p.seq_length ? fmt::format("{} x {}", p.gpus, p.seq_length)
+                                              : fmt::format("{} GPUs, {} tokens", p.gpus, p.tokens);
+                        },
+                        {});
+  } else {
+    out.plot = bar_plot(r, "e2e_ms", "end-to-end latency (ms)", "GPUs",
+                        [](const SweepPoint& p) { return std::to_string(p.gpus); },
+                        {over_fastest(r, of, "e2e_ms"), of + " over the fastest other system"});
+  }
   return out;
 }
 
@@ -279,33 +358,19 @@ FigureOutput build_sweep_figure(const FigureSpec& spec, const FigureRuns& r) {
   const std::string& k = spec.kind;
   if (k == "fig3") return gap_to_ideal(spec, r);
   if (k == "fig4b") return address_resolution(spec, r);
-  if (k == "fig12" || k == "fig16") {
-    const std::string of = spec.speedup_of.empty() ? "moehub" : spec.speedup_of;
-    const std::vector<ExtraColumn> extra{
-        {of + "_speedup_layer", [&](size_t p, const std::string& s) { return ratio(r.value(p, s, "layer_us"), r.value(p, of, "layer_us")); }},
-        {of + "_speedup_e2e", [&](size_t p, const std::string& s) { return ratio(r.value(p, s, "e2e_ms"), r.value(p, of, "e2e_ms")); }},
-        {"fraction_of_ideal", [&](size_t p, const std::string& s) { return ratio(r.value(p, "ideal", "layer_us"), r.value(p, s, "layer_us")); }}};
-    out.csvs.push_back({spec.name + ".csv", long_table(r, extra)});
-    if (k == "fig12") {
-      out.plot = bar_plot(r, "e2e_ms", "end-to-end latency (ms)", [](const SweepPoint& p) {
-        return p.seq_length ? fmt::format("{} GPUs x {}", p.gpus, p.seq_length) : fmt::format("{} GPUs, {}", p.gpus, p.tokens);
-      }, 3);
-    } else {
-      out.plot = bar_plot(r, "e2e_ms", "end-to-end latency (ms)",
-                          [](const SweepPoint& p) { return fmt::format("{} GPUs", p.gpus); }, 2);
-    }
-  } else if (k == "fig13" || k == "fig14") {
+  if (k == "fig12" || k == "fig16") return end_to_end(spec, r);
+  if (k == "fig13" || k == "fig14") {
     const std::string base = spec.baseline;
     const Getter speedup = [&r, base](size_t p, const std::string& s) {
       return ratio(r.value(p, base, "layer_us"), r.value(p, s, "layer_us"));
     };
     out.csvs.push_back({spec.name + ".csv", long_table(r, {{"speedup_over_" + base, speedup}})});
     if (k == "fig13") {
-      out.plot = line_plot(r, [](const SweepPoint& p) { return static_cast<double>(p.tokens); }, "total tokens", true,
-                           speedup);
+      out.plot = line_plot(r, [](const SweepPoint& p) { return static_cast<double>(p.tokens); },
+                           "tokens (total, all GPUs)", true, speedup);
     } else {
-      out.plot = line_plot(r, [](const SweepPoint& p) { return p.imbalance; }, "std of the per-expert token fraction",
-                           false, speedup);
+      out.plot = line_plot(r, [](const SweepPoint& p) { return p.imbalance; },
+                           "imbalance: std of the per-expert token fraction", false, speedup);
     }
   } else if (k == "fig15") {
     const std::string base = spec.baseline;
@@ -313,8 +378,9 @@ FigureOutput build_sweep_figure(const FigureSpec& spec, const FigureRuns& r) {
       return ratio(r.value(p, base, "routing_to_gemm1_us"), r.value(p, s, "routing_to_gemm1_us"));
     };
     out.csvs.push_back({spec.name + ".csv", long_table(r, {{"speedup_over_" + base, speedup}})});
-    out.plot = bar_plot(r, "routing_to_gemm1_us", "routing to end of GEMM1 (us)",
-                        [](const SweepPoint& p) { return fmt::format("{} tokens", p.tokens); }, 3);
+    out.plot = bar_plot(r, "routing_to_gemm1_us", "routing to end of GEMM1 (us)", "tokens (total, all GPUs)",
+                        [](const SweepPoint& p) { return std::to_string(p.tokens); },
+                        {over_mh_base(r, "routing_to_gemm1_us"), "speedup over mh-base"});
   } else if (k == "fig17") {
     out = scaling_figure(spec, r);
   } else {

@@ -128,8 +128,11 @@ FigureOutput build_table_figure(const FigureSpec& spec, const FigureContext& con
   PlotPanel panel;
   panel.bars = true;
   panel.title = "headline values (numbered as in table.csv)";
-  panel.ylabel = "value";
-  PlotSeries paper{"paper", {}, false}, ours{"this simulator", {}, false};
+  panel.xlabel = "headline (# in the table and table.csv)";
+  panel.ylabel = "headline value (ratio, x)";
+  PlotSeries paper, ours;
+  paper.title = "paper";
+  ours.title = "this simulator";
   std::vector<std::string> not_computed;
   for (size_t i = 0; i < values.size(); ++i) {
     const HeadlineValue& v = values[i];
@@ -194,17 +197,22 @@ FigureOutput build_area_figure(const FigureSpec& spec, const FigureContext& cont
   const AreaEstimate e = estimate_area(HubConfig::from(cfg));
   CsvTable t;
   t.header = {"structure", "cell", "entries", "bits_per_entry", "bits", "mm2", "fields"};
+  // Storage and logic in colours of their own: one bar per structure, stacked on nothing.
   PlotPanel panel;
-  panel.bars = true;
+  panel.bars = panel.stacked = true;
   panel.title = fmt::format("{} ({} nm, {:.1f} Mbit/mm^2 SRAM)", spec.hardware, e.technology_nm, e.sram_mbit_per_mm2);
+  panel.xlabel = "hub structure";
   panel.ylabel = "area (mm^2)";
-  PlotSeries s{"this estimate: storage and logic", {}, false};
+  PlotSeries storage, logic;
+  storage.title = "storage (this estimate)";
+  logic.title = "logic (this estimate)";
   for (const AreaItem& it : e.items) {
     t.rows.push_back({it.structure, storage_cell_name(it.cell), std::to_string(it.entries),
                       std::to_string(it.bits_per_entry), std::to_string(it.bits()), fmt::format("{:.6f}", it.mm2),
                       it.fields});
     panel.categories.push_back(it.structure);
-    s.y.push_back(it.mm2);
+    storage.y.push_back(it.mm2);
+    logic.y.push_back(NAN);
   }
   t.rows.push_back({"storage total", "", "", "", std::to_string(e.total_bits), fmt::format("{:.6f}", e.total_mm2),
                     fmt::format("{:.4f} % of the die", 100.0 * e.die_fraction)});
@@ -212,7 +220,8 @@ FigureOutput build_area_figure(const FigureSpec& spec, const FigureContext& cont
   for (const LogicItem& it : e.logic) {
     t.rows.push_back({it.block, "logic", std::to_string(it.copies), "", "", fmt::format("{:.6f}", it.mm2), it.formula});
     panel.categories.push_back(it.block);
-    s.y.push_back(it.mm2);
+    storage.y.push_back(NAN);
+    logic.y.push_back(it.mm2);
   }
   t.rows.push_back({"logic total", "logic", "", "", "", fmt::format("{:.6f}", e.logic_mm2),
                     fmt::format("{:.0f} NAND2 equivalents at {:.0f} % placement utilization", e.logic_nand2_eq,
@@ -221,7 +230,7 @@ FigureOutput build_area_figure(const FigureSpec& spec, const FigureContext& cont
                     fmt::format("{:.4f} % of the die", 100.0 * e.storage_and_logic_die_fraction)});
   t.rows.push_back({"paper (VI-E, storage and logic)", "", "", "", "", fmt::format("{:.6f}", kPaperHubAreaMm2),
                     fmt::format("{} nm", kPaperHubAreaNodeNm)});
-  panel.series.push_back(std::move(s));
+  panel.series = {std::move(storage), std::move(logic)};
   Plot plot;
   plot.title = spec.title;
   plot.panels.push_back(std::move(panel));
