@@ -276,7 +276,7 @@ void write_panel(std::ostream& gp, const PlotPanel& p, size_t index, const Layou
   const std::vector<size_t> shown = shown_series(p);
   gp << "reset\nset encoding utf8\nset grid ytics lc rgb '#dddddd'\n";
   write_position(gp, l, index);
-  gp << fmt::format("set title {} font ',{}'\n", quoted(p.title), kPanelTitleFont);
+  gp << fmt::format("set title {} font ',{}' noenhanced\n", quoted(p.title), kPanelTitleFont);
   if (!p.has_data()) {
     gp << "unset border\nunset tics\nunset key\n";
     gp << "set label 1 " << quoted("no data: none of this panel's systems ran") << " at graph 0.5,0.5 center\n";
@@ -285,7 +285,8 @@ void write_panel(std::ostream& gp, const PlotPanel& p, size_t index, const Layou
   }
   gp << (l.shared_key ? "unset key\n" : fmt::format("set key above horizontal reverse Left font ',{}'\n", kKeyFont));
   gp << fmt::format("set tics font ',{}'\n", kTickFont);
-  gp << "set xlabel " << quoted(p.xlabel) << "\nset ylabel " << quoted(p.ylabel) << "\n";
+  // Text is literal: parameter and field names carry underscores, which enhanced text subscripts.
+  gp << "set xlabel " << quoted(p.xlabel) << " noenhanced\nset ylabel " << quoted(p.ylabel) << " noenhanced\n";
   if (p.logy) gp << "set logscale y 2\n";
   write_labels(gp, p, shown, l.panel_width);
   if (p.bars) {
@@ -387,7 +388,7 @@ std::string gnuplot_script(const Plot& plot, const std::string& stem) {
     gp << "reset\n";
     // The note (systems that did not run) is the title's second line, so it never covers a panel.
     const std::string title = plot.note.empty() ? plot.title : plot.title + "\n" + plot.note;
-    gp << fmt::format("set multiplot title {} font ',{}'\n", quoted(title), kTitleFont);
+    gp << fmt::format("set multiplot title {} font ',{}' noenhanced\n", quoted(title), kTitleFont);
     if (l.shared_key) write_shared_key(gp, plot, l);
     for (size_t i = 0; i < plot.panels.size(); ++i) write_panel(gp, plot.panels[i], i, l);
     gp << "unset multiplot\nunset output\n";

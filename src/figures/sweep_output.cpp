@@ -161,7 +161,7 @@ Plot sweep_plot(const SweepPlot& p, const FigureRuns& runs) {
     }
     for (const std::string& s : series) {
       PlotSeries ps;
-      ps.title = s;
+      ps.title = p.series == "system" ? s : p.series + " = " + s;
       for (const std::string& x : xs) {
         std::vector<double> v;  // one per seed
         for (size_t i = 0; i < runs.points.size(); ++i) {
