@@ -82,40 +82,22 @@ void write_text(const fs::path& file, const std::string& text) {
 }
 
 // Every (point, system) of every chosen sweep, with the figure cell each one fills.
-using CellOf = std::tuple<std::string, size_t, size_t>;  // figure, point, system index
+using CellOf = std::pair<std::string, RunIndex>;  // figure, (point, system, seed)
 std::vector<RunRequest> collect_runs(const std::vector<const FigureSpec*>& chosen, bool quick, FigureContext& context,
                                      std::vector<CellOf>& where) {
   std::vector<RunRequest> requests;
   for (const FigureSpec* spec : chosen) {
     if (!spec->has_sweep()) continue;
-    FigureRuns runs;
-    runs.spec = spec;
-    runs.points = spec->points(quick);
-    runs.systems = spec->axes(quick).systems;
-    runs.cells.assign(runs.points.size(), std::vector<RunCell>(runs.systems.size()));
-    for (size_t p = 0; p < runs.points.size(); ++p) {
-      for (size_t s = 0; s < runs.systems.size(); ++s) {
-        requests.push_back({runs.points[p], runs.systems[s]});
-        where.emplace_back(spec->name, p, s);
-      }
-    }
+    std::vector<RunIndex> at;
+    FigureRuns runs = arrange_runs(spec, spec->axes(quick), spec->points(quick), requests, at);
+    for (const RunIndex& a : at) where.emplace_back(spec->name, a);
     context.runs.emplace(spec->name, std::move(runs));
   }
   return requests;
 }
 
 void fill_cells(const std::vector<RunOutcome>& outcomes, const std::vector<CellOf>& where, FigureContext& context) {
-  for (size_t i = 0; i < outcomes.size(); ++i) {
-    const auto& [figure, p, s] = where[i];
-    RunCell& c = context.runs.at(figure).cells[p][s];
-    c.status = outcomes[i].ok            ? RunStatus::Ok
-               : outcomes[i].unsupported ? RunStatus::Unsupported
-                                         : RunStatus::Failed;
-    if (outcomes[i].ok) {
-      c.result = outcomes[i].result;
-      c.moe_flops = outcomes[i].moe_flops;
-    }
-  }
+  for (size_t i = 0; i < outcomes.size(); ++i) fill_run(context.runs.at(where[i].first), where[i].second, outcomes[i]);
 }
 
 // The CSVs and plots of every chosen figure, then RESULTS.md.

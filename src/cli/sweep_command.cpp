@@ -40,30 +40,15 @@ void write_text(const fs::path& file, const std::string& text) {
   out.commit();
 }
 
-RunStatus status_of(const RunOutcome& o) {
-  return o.ok ? RunStatus::Ok : o.unsupported ? RunStatus::Unsupported : RunStatus::Failed;
-}
-
-// The runs' outcomes as cells [point][system].
-FigureRuns arrange(const SweepFile& s, bool quick, std::vector<RunRequest>& requests,
-                   const std::function<std::vector<RunOutcome>(const std::vector<RunRequest>&)>& run) {
-  FigureRuns runs;
-  runs.points = s.points(quick);
-  runs.systems = s.axes(quick).systems;
-  for (const auto& p : runs.points) {
-    for (const auto& system : runs.systems) requests.push_back({p, system});
-  }
-  const std::vector<RunOutcome> outcomes = run(requests);
-  runs.cells.assign(runs.points.size(), std::vector<RunCell>(runs.systems.size()));
-  for (size_t i = 0; i < outcomes.size(); ++i) {
-    RunCell& c = runs.cells[i / runs.systems.size()][i % runs.systems.size()];
-    c.status = status_of(outcomes[i]);
-    c.error = outcomes[i].error;
-    if (outcomes[i].ok) {
-      c.result = outcomes[i].result;
-      c.moe_flops = outcomes[i].moe_flops;
-    }
-  }
+// The runs as cells [point][system], every seed a point of its own (the rows of the tidy CSV).
+FigureRuns arrange(const SweepFile& s, bool quick, SweepRunner& runner) {
+  SweepAxes flat = s.axes(quick);
+  flat.seeds.clear();
+  std::vector<RunRequest> requests;
+  std::vector<RunIndex> at;
+  FigureRuns runs = arrange_runs(nullptr, flat, s.points(quick), requests, at);
+  const std::vector<RunOutcome> outcomes = runner.run(requests);
+  for (size_t i = 0; i < outcomes.size(); ++i) fill_run(runs, at[i], outcomes[i]);
   return runs;
 }
 
@@ -104,10 +89,9 @@ int make_sweep(const SweepOptions& o, const ConfigSource& configs, RunExecutor& 
   options.bad_points_fail_runs = o.keep_going;
   options.tag = "sweep";
   SweepRunner runner(configs, cache, binary_fingerprint(), executor, options);
-  std::vector<RunRequest> requests;
   FigureRuns runs;
   try {
-    runs = arrange(sweep, o.quick, requests, [&](const std::vector<RunRequest>& r) { return runner.run(r); });
+    runs = arrange(sweep, o.quick, runner);
   } catch (...) {
     if (!out_existed) fs::remove_all(out_dir, ec);  // nothing was simulated: a bad point fails up front
     throw;

@@ -23,15 +23,102 @@ const RunCell* FigureRuns::cell(size_t point, const std::string& system) const {
   return &cells[point][static_cast<size_t>(it - systems.begin())];
 }
 
+namespace {
+
+std::optional<double> cell_value(const RunCell& c, const std::string& field) {
+  if (c.status != RunStatus::Ok) return std::nullopt;
+  if (field == "moe_flops") return c.moe_flops;
+  const ResultField* f = find_result_field(field);
+  if (!f) throw std::logic_error("no result field '" + field + "'");
+  const std::optional<double> v = f->get(c.result);
+  if (!v || !std::isfinite(*v)) return std::nullopt;
+  return v;
+}
+
+RunStatus status_of(const RunOutcome& o) {
+  return o.ok ? RunStatus::Ok : o.unsupported ? RunStatus::Unsupported : RunStatus::Failed;
+}
+
+}  // namespace
+
 std::optional<double> FigureRuns::value(size_t point, const std::string& system, const std::string& field) const {
   const RunCell* c = cell(point, system);
   if (!c || c->status != RunStatus::Ok) return std::nullopt;
-  if (field == "moe_flops") return c->moe_flops;
-  const ResultField* f = find_result_field(field);
-  if (!f) throw std::logic_error("no result field '" + field + "'");
-  const std::optional<double> v = f->get(c->result);
-  if (!v || !std::isfinite(*v)) return std::nullopt;
-  return v;
+  if (seeds.empty()) return cell_value(*c, field);
+  const size_t s = static_cast<size_t>(std::find(systems.begin(), systems.end(), system) - systems.begin());
+  double sum = 0;
+  size_t n = 0;
+  for (const RunCell& r : seeds[point][s]) {
+    if (const auto v = cell_value(r, field)) {
+      sum += *v;
+      ++n;
+    }
+  }
+  if (n == 0) return std::nullopt;
+  return sum / static_cast<double>(n);
+}
+
+std::optional<std::pair<double, double>> FigureRuns::spread(size_t point, const std::string& system,
+                                                            const std::string& field) const {
+  const RunCell* c = cell(point, system);
+  if (seeds.empty() || !c || c->status != RunStatus::Ok) return std::nullopt;
+  const size_t s = static_cast<size_t>(std::find(systems.begin(), systems.end(), system) - systems.begin());
+  std::optional<std::pair<double, double>> out;
+  size_t n = 0;
+  for (const RunCell& r : seeds[point][s]) {
+    const auto v = cell_value(r, field);
+    if (!v) continue;
+    ++n;
+    out = out ? std::make_pair(std::min(out->first, *v), std::max(out->second, *v)) : std::make_pair(*v, *v);
+  }
+  if (n < 2) return std::nullopt;
+  return out;
+}
+
+FigureRuns arrange_runs(const FigureSpec* spec, const SweepAxes& axes, std::vector<SweepPoint> all_points,
+                        std::vector<RunRequest>& requests, std::vector<RunIndex>& where) {
+  FigureRuns runs;
+  runs.spec = spec;
+  runs.systems = axes.systems;
+  const size_t per_point = std::max<size_t>(1, axes.seeds.size());  // seeds vary fastest
+  for (size_t i = 0; i < all_points.size(); i += per_point) runs.points.push_back(all_points[i]);
+  runs.cells.assign(runs.points.size(), std::vector<RunCell>(runs.systems.size()));
+  if (!axes.seeds.empty()) {
+    runs.seeds.assign(runs.points.size(),
+                      std::vector<std::vector<RunCell>>(runs.systems.size(), std::vector<RunCell>(per_point)));
+  }
+  for (size_t i = 0; i < all_points.size(); ++i) {
+    for (size_t s = 0; s < runs.systems.size(); ++s) {
+      requests.push_back({all_points[i], runs.systems[s]});
+      where.push_back({i / per_point, s, i % per_point});
+    }
+  }
+  return runs;
+}
+
+void fill_run(FigureRuns& runs, const RunIndex& at, const RunOutcome& outcome) {
+  RunCell c;
+  c.status = status_of(outcome);
+  c.error = outcome.error;
+  if (outcome.ok) {
+    c.result = outcome.result;
+    c.moe_flops = outcome.moe_flops;
+  }
+  if (runs.seeds.empty()) {
+    runs.cells[at.point][at.system] = std::move(c);
+    return;
+  }
+  std::vector<RunCell>& replicas = runs.seeds[at.point][at.system];
+  replicas[at.seed] = std::move(c);
+  // The point's cell: the first seed's run, and a seed without a result stands for the point.
+  RunCell& cell = runs.cells[at.point][at.system];
+  cell = replicas.front();
+  for (const RunCell& r : replicas) {
+    if (r.status != RunStatus::Ok && r.status != RunStatus::NotImplemented) {
+      cell.status = r.status;
+      cell.error = r.error;
+    }
+  }
 }
 
 std::vector<std::string> FigureRuns::systems_with_data() const {

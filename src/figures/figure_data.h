@@ -15,6 +15,7 @@
 #include "figures/config_source.h"
 #include "figures/figure_spec.h"
 #include "figures/plot.h"
+#include "figures/run_executor.h"
 #include "platform/layer_result.h"
 
 namespace moehub {
@@ -31,13 +32,17 @@ struct RunCell {
 
 struct FigureRuns {
   const FigureSpec* spec = nullptr;
-  std::vector<SweepPoint> points;
+  std::vector<SweepPoint> points;  // with a seeds axis: one per point, its first seed standing for all
   std::vector<std::string> systems;      // as the sweep lists them
-  std::vector<std::vector<RunCell>> cells;  // [point][system]
+  std::vector<std::vector<RunCell>> cells;  // [point][system]: with seeds, Ok only if every seed ran
+  std::vector<std::vector<std::vector<RunCell>>> seeds;  // [point][system][seed]; empty without a seeds axis
 
-  // A numeric result field of one run (result_fields(), or "moe_flops"); nothing if the run is
-  // missing, failed or has no value.
+  // A numeric result field of one run (result_fields(), or "moe_flops"), the mean over the
+  // point's seeds where the sweep has them; nothing if the run is missing, failed or has no value.
   std::optional<double> value(size_t point, const std::string& system, const std::string& field) const;
+  // Min and max of the field over the point's seeds (nothing without several seeds with values).
+  std::optional<std::pair<double, double>> spread(size_t point, const std::string& system,
+                                                  const std::string& field) const;
   const RunCell* cell(size_t point, const std::string& system) const;
   // Systems with at least one successful run, in sweep order.
   std::vector<std::string> systems_with_data() const;
@@ -70,6 +75,16 @@ FigureOutput build_figure(const FigureSpec& spec, const FigureContext& context);
 FigureOutput build_sweep_figure(const FigureSpec& spec, const FigureRuns& runs);
 FigureOutput build_table_figure(const FigureSpec& spec, const FigureContext& context);
 FigureOutput build_area_figure(const FigureSpec& spec, const FigureContext& context);
+
+// The sweep's runs arranged as [point][system] (and [seed] when the axes have seeds, which vary
+// fastest): one request per run, `where[i]` = (point, system, seed) of requests[i].
+struct RunIndex {
+  size_t point, system, seed;
+};
+FigureRuns arrange_runs(const FigureSpec* spec, const SweepAxes& axes, std::vector<SweepPoint> all_points,
+                        std::vector<RunRequest>& requests, std::vector<RunIndex>& where);
+// Fills a cell from a run's outcome (and the seeds' common cell when they are all in).
+void fill_run(FigureRuns& runs, const RunIndex& at, const RunOutcome& outcome);
 
 // Number formatting shared by the CSVs: empty for a missing value.
 std::string csv_number(std::optional<double> v);

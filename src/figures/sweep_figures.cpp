@@ -131,6 +131,17 @@ Plot line_plot(const FigureRuns& r, const std::function<double(const SweepPoint&
       for (size_t p : points) {
         l.y.push_back(nan_if_empty(r.value(p, sys, "layer_us")));
         g.y.push_back(nan_if_empty(speedup(p, sys)));
+        // Over seeds (random routing), the layer time's min and max as error bars.
+        if (const auto range = r.spread(p, sys, "layer_us")) {
+          l.low.resize(l.y.size() - 1, std::nan(""));
+          l.high.resize(l.y.size() - 1, std::nan(""));
+          l.low.push_back(range->first);
+          l.high.push_back(range->second);
+        }
+      }
+      if (!l.low.empty()) {
+        l.low.resize(l.y.size(), std::nan(""));
+        l.high.resize(l.y.size(), std::nan(""));
       }
       if (sys == "moehub") {
         g.labels = speedup_labels(points, sys, speedup);

@@ -285,3 +285,41 @@ TEST_F(FiguresCli, ValidateChecksFigureFiles) {
 }
 
 }  // namespace
+
+namespace {
+
+// With a seeds axis a figure's values are the means over the seeds, and its lines carry the
+// seeds' min-max as error bars.
+TEST(FiguresSeeds, ValuesAreMeansOverSeedsWithErrorBars) {
+  const fs::path dir = moehub_test::scratch_dir();
+  write(dir / "exp" / "t.toml", "[figure]\nkind = \"fig14\"\nbaseline = \"ideal\"\n[sweep]\nmodels = [\"mixtral-8x7b\"]\n"
+                                "gpus = [2]\ntokens = [256]\nimbalance = [0.03]\nseeds = [1, 2]\nsystems = [\"ideal\"]\n");
+  Result r = moehub_test::moehub({"figures", "--experiments", (dir / "exp").string(), "--out", (dir / "out").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto rows = lines(slurp(dir / "out" / "t.csv"));
+  ASSERT_EQ(rows.size(), 2u);  // one point: the seeds are folded into it
+  double seed[2];
+  for (int s = 0; s < 2; ++s) {
+    r = moehub_test::moehub({"run", "--gpus", "2", "--tokens", "256", "--imbalance", "0.03", "--seed",
+                             std::to_string(s + 1), "--systems", "ideal", "--format", "csv"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto csv = lines(r.out);
+    ASSERT_GE(csv.size(), 2u);
+    const auto header = csv[0], row = csv[1];
+    const size_t col = std::count(header.begin(), header.begin() + header.find("layer_us"), ',');
+    std::istringstream in(row);
+    std::string cell;
+    for (size_t i = 0; i <= col; ++i) std::getline(in, cell, ',');
+    seed[s] = std::stod(cell);
+  }
+  EXPECT_NE(seed[0], seed[1]);
+  const std::string header = rows[0];
+  const size_t col = std::count(header.begin(), header.begin() + header.find("layer_us"), ',');
+  std::istringstream in(rows[1]);
+  std::string cell;
+  for (size_t i = 0; i <= col; ++i) std::getline(in, cell, ',');
+  EXPECT_NEAR(std::stod(cell), (seed[0] + seed[1]) / 2, 1e-3);
+  EXPECT_NE(slurp(dir / "out" / "gnuplot" / "t.gp").find("yerrorlines"), std::string::npos);
+}
+
+}  // namespace
