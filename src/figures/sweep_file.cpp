@@ -10,7 +10,6 @@
 #include "figures/toml_reader.h"
 #include "platform/layer_result.h"
 #include "sim/error.h"
-#include "systems/system_registry.h"
 
 namespace moehub {
 namespace {
@@ -154,16 +153,7 @@ bool is_sweep_file(const fs::path& file) {
 }
 
 void require_registered_systems(const SweepFile& sweep) {
-  std::vector<std::string> known;
-  for (const auto& e : all_systems()) known.push_back(e.name);
-  for (const bool quick : {false, true}) {
-    for (const std::string& name : sweep.axes(quick).systems) {
-      if (!find_system(name)) {
-        throw UserError(sweep.file.string() + ": sweep.systems",
-                        fmt::format("unknown system '{}' (known: {})", name, fmt::join(known, ", ")));
-      }
-    }
-  }
+  require_registered_systems(sweep.sweep, sweep.quick, sweep.file.string());
 }
 
 std::vector<SweepPoint> SweepFile::points(bool quick_subset) const {

@@ -28,16 +28,7 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 }  // namespace
 
 void require_sweep_systems(const FigureSpec& spec) {
-  if (!spec.has_sweep()) return;
-  for (const bool quick : {false, true}) {
-    for (const std::string& name : spec.axes(quick).systems) {
-      if (find_system(name)) continue;
-      std::vector<std::string> known;
-      for (const auto& e : all_systems()) known.push_back(e.name);
-      throw UserError(spec.file.filename().string() + ": sweep.systems",
-                      fmt::format("unknown system '{}' (known: {})", name, fmt::join(known, ", ")));
-    }
-  }
+  if (spec.has_sweep()) require_registered_systems(*spec.sweep, *spec.quick, spec.file.filename().string());
 }
 
 void check_point_workload(const Config& config, const SweepPoint& point, const std::string& system) {

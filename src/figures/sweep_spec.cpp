@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "sim/error.h"
+#include "systems/system_registry.h"
 
 namespace moehub {
 namespace {
@@ -212,6 +213,17 @@ void read_sweep_axes(const TomlReader& r, const toml::table& t, const std::strin
   }
   if (!axes.seq_lengths.empty() && axes.gpus.empty()) {
     throw UserError(r.file().string(), context + ": seq_lengths (tokens per GPU) needs gpus");
+  }
+}
+
+void require_registered_systems(const SweepAxes& full, const SweepAxes& quick, const std::string& where) {
+  for (const SweepAxes* axes : {&full, &quick}) {
+    for (const std::string& name : axes->systems) {
+      if (find_system(name)) continue;
+      std::vector<std::string> known;
+      for (const auto& e : all_systems()) known.push_back(e.name);
+      throw UserError(where + ": sweep.systems", fmt::format("unknown system '{}' (known: {})", name, fmt::join(known, ", ")));
+    }
   }
 }
 

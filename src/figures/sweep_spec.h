@@ -76,6 +76,10 @@ struct SweepPoint {
 // "sweep.quick".
 void read_sweep_axes(const TomlReader& reader, const toml::table& t, const std::string& context, SweepAxes& axes);
 
+// Every system the sweep names (full and quick) is registered: UserError "<where>: sweep.systems"
+// naming the unknown one and the known ones.
+void require_registered_systems(const SweepAxes& full, const SweepAxes& quick, const std::string& where);
+
 // Every point of the axes crossed (zipped groups advance together), the first axis outermost:
 // models, gpus, tokens, imbalance, hardware, the parameter groups in file order, then seeds.
 std::vector<SweepPoint> sweep_points(const SweepAxes& axes, const std::string& origin);
