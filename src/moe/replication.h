@@ -31,7 +31,8 @@ struct ReplicaPlan {
 // logical expert with the largest load per replica (ties: lowest id); (2) balanced_packing: the
 // physical experts, heaviest load per replica first (ties: lowest physical id), each to the GPU
 // with the least load among those with a free slot (ties: lowest GPU). Every GPU has
-// ceil(P / N) slots; eplb.py asserts N divides P, here the last GPUs may hold one slot fewer
+// ceil(P / N) slots; eplb.py asserts N divides P, so that every slot fills; here, when N does not
+// divide P, the free slots fall where the load-balancing packing leaves them
 // (an extension, so that e.g. 256 + 8 experts fit 16 GPUs). Physical ids are numbered by GPU,
 // then by the order the packing filled it (eplb.py's phy2pphy = pack x slots + rank).
 // Throws UserError naming workload.redundant_experts when P < N (a GPU without experts) or R < 0.
