@@ -90,7 +90,7 @@ class MoeHubSystemImpl final : public MoeSystem, public HubListener {
   MoeHubSystemImpl(const Config& config, MoeHubVariant variant);
   void start(Cluster& cluster) override;
   // Redundant experts: each producer hub's one-to-many table picks a replica per row
-  // (moehub_replicas.cpp).
+  // (hub_replicas.cpp).
   std::optional<Workload> own_workload(const Workload& workload) override;
   void check(const Config& config, const Workload& workload) const override;
   std::vector<std::string> conservation_violations(Cluster& cluster) const override;
@@ -107,7 +107,7 @@ class MoeHubSystemImpl final : public MoeSystem, public HubListener {
   void begin_work(int g, bool scaling);
   void end_work(int g, bool scaling);
 
-  nlohmann::json replica_stats(Cluster& cluster) const;  // moehub_replicas.cpp
+  nlohmann::json replica_stats(Cluster& cluster) const;  // hub_replicas.cpp
 
   // The program (moehub_program.cpp).
   void allocate_regions(int g);

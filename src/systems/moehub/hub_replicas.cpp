@@ -1,4 +1,5 @@
-// MoE-Hub with redundant experts (paper VII-A2): the routing kernel stores each row with
+// MoE-Hub with redundant experts (paper VII-A2; the hub side, like hub_fabric.cpp, so not among
+// the program lines of the Table I figure): the routing kernel stores each row with
 // st.rowsp to its logical expert; the producer's hub looks the destination up in its one-to-many
 // table (hub/replica_selector.h, hub.apt.replica_*) and sends the row to the replica its policy
 // picks. Each replica's region, GEMM tiles and DAM context are those of an ordinary expert.
