@@ -50,9 +50,11 @@ int verify(const CliContext& ctx, const VerifyOptions& o) {
   if (o.format == "json") {
     std::cout << nlohmann::json{{"passed", all}, {"results", out}}.dump(2) << "\n";
   } else {
-    std::cout << fmt::format("functional check: {} tokens, hidden {}, ffn {}, {} experts top-{}, {} GPUs\n",
+    const int64_t redundant = workload.redundant_experts();
+    std::cout << fmt::format("functional check: {} tokens, hidden {}, ffn {}, {} experts{} top-{}, {} GPUs\n",
                              workload.routing().tokens(), workload.model().hidden, workload.model().ffn_hidden,
-                             workload.model().experts(), workload.model().top_k(), workload.tokens().gpus());
+                             workload.logical_experts(), redundant ? fmt::format(" (+{} redundant)", redundant) : "",
+                             workload.model().top_k(), workload.tokens().gpus());
     for (const auto& r : out) {
       const auto& f = r["functional"];
       std::cout << fmt::format("  {:<14} {}  max_abs_error {:.3g}  mismatched {}  early reads {}\n",

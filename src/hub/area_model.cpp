@@ -159,6 +159,18 @@ Widths widths_of(const HubConfig& c) {
   return w;
 }
 
+void price_storage(AreaEstimate& e, const AreaConfig& a) {
+  const double bits_per_mm2 = a.sram_mbit_per_mm2 * 1e6;
+  for (AreaItem& it : e.items) {
+    const double factor = it.cell == StorageCell::DualPortSram ? a.dual_port_factor
+                          : it.cell == StorageCell::Cam         ? a.cam_factor
+                                                                 : 1.0;
+    it.mm2 = static_cast<double>(it.bits()) * factor / bits_per_mm2;
+    e.total_bits += it.bits();
+    e.total_mm2 += it.mm2;
+  }
+}
+
 void add_storage(AreaEstimate& e, const HubConfig& c, const Widths& w) {
   const AauConfig& a = c.aau;
   const RpmConfig& r = c.rpm;
@@ -195,16 +207,7 @@ void add_storage(AreaEstimate& e, const HubConfig& c, const Widths& w) {
       fmt::format("TB status counter {} + signalled 1 (one per group; groups <= entries)", d.counter_bits));
   add("dam.global", StorageCell::SinglePortSram, 1, 2 * uint64_t{d.global_counter_bits},
       fmt::format("global counter {} + expected total {}", d.global_counter_bits, d.global_counter_bits));
-
-  const double bits_per_mm2 = c.area.sram_mbit_per_mm2 * 1e6;
-  for (AreaItem& it : e.items) {
-    const double factor = it.cell == StorageCell::DualPortSram ? c.area.dual_port_factor
-                          : it.cell == StorageCell::Cam         ? c.area.cam_factor
-                                                                 : 1.0;
-    it.mm2 = static_cast<double>(it.bits()) * factor / bits_per_mm2;
-    e.total_bits += it.bits();
-    e.total_mm2 += it.mm2;
-  }
+  price_storage(e, c.area);
 }
 
 using gates::adder, gates::comparator, gates::decoder, gates::encoder, gates::equality, gates::flops,
@@ -341,6 +344,49 @@ AreaEstimate estimate_area(const HubConfig& c) {
   price_logic(e, c.area);
   e.storage_and_logic_mm2 = e.total_mm2 + e.logic_mm2;
   e.storage_and_logic_die_fraction = e.storage_and_logic_mm2 / c.area.gpu_die_mm2;
+  return e;
+}
+
+namespace {
+
+// The one-to-many table of paper VII-A2 (replica_selector.h): a CAM on the logical MallocID, the
+// entry's endpoints with its count and round-robin pointer, and one row counter per peer for the
+// load-aware policy; the selection reads each endpoint's peer counter and takes the smallest.
+void add_replica_table(AreaEstimate& e, const HubConfig& c, const Widths& w, uint32_t gpus) {
+  const ReplicaTableConfig& r = c.replica;
+  const uint32_t id = kMallocIdGpuBits + w.region, idx = index_bits(r.max_replicas), peer = index_bits(gpus);
+  e.items.push_back(AreaItem{"replica.tags", StorageCell::Cam, r.entries, 1 + id,
+                             fmt::format("valid 1 + logical MallocID {}", id)});
+  e.items.push_back(AreaItem{"replica.data", StorageCell::SinglePortSram, r.entries,
+                             uint64_t{r.max_replicas} * id + 2 * idx,
+                             fmt::format("{} x endpoint MallocID {} + count {} + round-robin pointer {}", r.max_replicas,
+                                         id, idx, idx)});
+  e.items.push_back(AreaItem{"replica.peer_counters", StorageCell::SinglePortSram, gpus, r.counter_bits,
+                             fmt::format("rows sent to the peer {}", r.counter_bits)});
+  price_storage(e, c.area);
+  add_logic(e, "replica.match", 1, sum({flops(r.entries), encoder(r.entries), flops(id)}),
+            fmt::format("match latch {} FF + encoder({}) + key {} FF", r.entries, r.entries, id));
+  add_logic(e, "replica.select", 1,
+            sum({mux(r.max_replicas, id), incrementer(idx), mux(gpus, r.counter_bits).times(r.max_replicas),
+                 min_tree(r.max_replicas, r.counter_bits), decoder(gpus), incrementer(r.counter_bits)}),
+            fmt::format("endpoint mux({}, {}) + pointer incrementer({}) + {} x counter mux({}, {}) + min_tree({}, {}) "
+                        "+ counter update decoder({}) + incrementer({}) (peer index {} bits)",
+                        r.max_replicas, id, idx, r.max_replicas, gpus, r.counter_bits, r.max_replicas, r.counter_bits,
+                        gpus, r.counter_bits, peer));
+  price_logic(e, c.area);
+}
+
+}  // namespace
+
+AreaEstimate estimate_replica_table_area(const HubConfig& config, uint32_t gpus) {
+  AreaEstimate e;
+  e.technology_nm = config.area.technology_nm;
+  e.sram_mbit_per_mm2 = config.area.sram_mbit_per_mm2;
+  e.logic_utilization = config.area.logic_utilization;
+  add_replica_table(e, config, widths_of(config), gpus);
+  e.die_fraction = e.total_mm2 / config.area.gpu_die_mm2;
+  e.storage_and_logic_mm2 = e.total_mm2 + e.logic_mm2;
+  e.storage_and_logic_die_fraction = e.storage_and_logic_mm2 / config.area.gpu_die_mm2;
   return e;
 }
 

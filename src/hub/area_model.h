@@ -103,5 +103,8 @@ uint32_t index_bits(uint64_t n);
 double cell_area_um2(const AreaConfig& area, LogicCell cell);
 
 AreaEstimate estimate_area(const HubConfig& config);
+// The one-to-many replica table (paper VII-A2, hub.apt.replica_*) of one hub serving `gpus`
+// peers: counted apart from estimate_area, which describes the paper's hub (docs/hub.md 8).
+AreaEstimate estimate_replica_table_area(const HubConfig& config, uint32_t gpus);
 
 }  // namespace moehub

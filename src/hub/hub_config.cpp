@@ -18,6 +18,32 @@ void declare_logic_area(ParamTable<HubConfig>& t);
 
 void declare_storage_area(ParamTable<HubConfig>& t);
 
+// hub.apt.replica_*: the one-to-many extension of paper VII-A2 (replica_selector.h).
+void declare_replica_table(ParamTable<HubConfig>& t) {
+  const auto rep = [](auto m) { return in(&HubConfig::replica, m); };
+  t.choice("hub.apt.replica_policy", rep(&ReplicaTableConfig::policy),
+           std::vector<std::pair<std::string, ReplicaPolicy>>{{"round-robin", ReplicaPolicy::RoundRobin},
+                                                              {"load-aware", ReplicaPolicy::LoadAware}},
+           "How the producer hub picks a replicated expert's endpoint per row: the entry's pointer, or the peer it "
+           "has sent the fewest rows");
+  t.integer("hub.apt.replica_entries", rep(&ReplicaTableConfig::entries),
+            "One-to-many entries (logical destinations with replicas) per hub")
+      .range(1, 65536)
+      .in_unit("entries");
+  t.integer("hub.apt.max_replicas", rep(&ReplicaTableConfig::max_replicas), "Endpoints one one-to-many entry holds")
+      .range(2, 1024)
+      .in_unit("endpoints");
+  t.integer("hub.apt.replica_cycles", rep(&ReplicaTableConfig::lookup_cycles),
+            "One-to-many lookup and selection latency per row (pipelined beside the store path)")
+      .at_least(0)
+      .at_most(1024)
+      .in_unit("cycles");
+  t.integer("hub.apt.replica_counter_bits", rep(&ReplicaTableConfig::counter_bits),
+            "Width of the per-peer row counters of the load-aware policy")
+      .range(1, 63)
+      .in_unit("bits");
+}
+
 ParamTable<HubConfig> hub_table() {
   ParamTable<HubConfig> t;
   t.frequency("hub.clock", &HubConfig::clock, "Clock of the hub's structures; hub latencies are counted in its cycles")
@@ -60,6 +86,7 @@ ParamTable<HubConfig> hub_table() {
       .range(1, 65536)
       .in_unit("regions");
   t.integer("hub.apt.cycles", aau(&AauConfig::apt_cycles), "APT lookup-and-increment latency").at_least(0).in_unit("cycles");
+  declare_replica_table(t);
 
   const auto rpm = [](auto m) { return in(&HubConfig::rpm, m); };
   t.integer("hub.rpm.partitions", rpm(&RpmConfig::partitions), "Remote-write buffer partitions (peers the RPM can serve)")

@@ -42,6 +42,17 @@ struct DamConfig {
   uint32_t lookup_cycles = 0;
 };
 
+enum class ReplicaPolicy { RoundRobin, LoadAware };
+
+// The producer hub's one-to-many destination table (replica_selector.h; paper VII-A2).
+struct ReplicaTableConfig {
+  ReplicaPolicy policy = ReplicaPolicy::RoundRobin;
+  uint32_t entries = 0;       // logical destinations with replicas the table holds
+  uint32_t max_replicas = 0;  // endpoints per entry
+  uint32_t lookup_cycles = 0; // per row (counted; pipelined beside the store path)
+  uint32_t counter_bits = 0;  // per-peer row counters of the load-aware policy
+};
+
 struct AreaConfig {
   uint32_t technology_nm = 7;
   double sram_mbit_per_mm2 = 26.0;
@@ -66,6 +77,7 @@ struct HubConfig {
   AauConfig aau;
   RpmConfig rpm;
   DamConfig dam;
+  ReplicaTableConfig replica;
   AreaConfig area;
   static HubConfig from(const Config& c);
 };

@@ -1,12 +1,14 @@
 #include "moe/workload.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "config/param_table.h"
 #include "config/run_params.h"
 #include "moe/layer_cost.h"
 #include "moe/moe_params.h"
 #include "moe/routing_trace.h"
+#include "sim/error.h"
 #include "moe/synthetic_routing.h"
 
 namespace moehub {
@@ -28,6 +30,12 @@ ParamTable<WorkloadConfig> workload_table() {
                  "GPU of each expert (one entry per expert); empty = contiguous blocks")
       .at_least(0)
       .at_most(4095);
+  t.integer("workload.redundant_experts", &WorkloadConfig::redundant_experts,
+            "Redundant copies of hot experts (DeepSeek-V3, EPLB): physical experts = model.experts + this, placed by "
+            "EPLB from the layer's measured load; 0 = one copy per expert")
+      .at_least(0)
+      .at_most(4096)
+      .in_unit("experts");
   return t;
 }
 
@@ -52,12 +60,49 @@ Workload::Workload(WorkloadConfig config, ModelShape model, Routing routing, Tok
       routing_(std::move(routing)),
       tokens_(tokens),
       placement_(std::move(placement)),
-      plan_(routing_, tokens_, placement_) {}
+      plan_(routing_, tokens_, placement_) {
+  logical_.model = model_;
+  replicas_ = ReplicaPlan::identity(placement_.map(), tokens_.gpus());
+}
+
+Workload Workload::replicated(WorkloadConfig config, const ModelShape& model, Routing logical, TokenPartition tokens) {
+  ReplicaPlan plan = eplb_replicas(logical.tokens_per_expert(), config.redundant_experts, config.gpus);
+  // The software systems' choice: SGLang's static map per source GPU (replication.h).
+  const std::vector<std::vector<int32_t>> map = static_dispatch_map(plan);
+  const int64_t k = logical.top_k();
+  std::vector<int32_t> physical(static_cast<size_t>(logical.rows()));
+  for (int64_t t = 0; t < logical.tokens(); ++t) {
+    const auto& row = map[static_cast<size_t>(tokens.gpu_of_token(t))];
+    for (int64_t j = 0; j < k; ++j) physical[static_cast<size_t>(t * k + j)] = row[static_cast<size_t>(logical.expert(t, j))];
+  }
+  ModelShape pm = model;
+  pm.router.experts = plan.physical();
+  ExpertPlacement placement =
+      ExpertPlacement::from_map(std::vector<int64_t>(plan.gpu_of.begin(), plan.gpu_of.end()), plan.physical(), config.gpus);
+  Workload w(std::move(config), pm, physical_routing(logical, physical, plan.physical()), tokens, std::move(placement));
+  w.logical_ = Logical{model, std::make_shared<const Routing>(std::move(logical))};
+  w.replicas_ = std::move(plan);
+  return w;
+}
+
+Workload Workload::with_replica_choice(const std::vector<int32_t>& physical) const {
+  Workload w(config_, model_, physical_routing(logical_routing(), physical, model_.experts()), tokens_, placement_);
+  w.logical_ = logical_;
+  w.replicas_ = replicas_;
+  return w;
+}
 
 Workload Workload::build(const WorkloadConfig& config, const ModelShape& model) {
   model.validate();
   TokenPartition tokens(config.tokens, config.gpus);
-  ExpertPlacement placement = ExpertPlacement::from_map_or_contiguous(config.expert_map, model.experts(), config.gpus);
+  if (config.redundant_experts > 0 && !config.expert_map.empty()) {
+    throw UserError("workload.redundant_experts", "redundant experts are placed by EPLB; leave workload.expert_map empty");
+  }
+  // With replicas, EPLB places the physical experts (after the routing is known).
+  std::optional<ExpertPlacement> placement;
+  if (config.redundant_experts == 0) {
+    placement = ExpertPlacement::from_map_or_contiguous(config.expert_map, model.experts(), config.gpus);
+  }
   Routing routing;
   if (config.routing_trace.empty()) {
     routing = generate_synthetic_routing(
@@ -66,7 +111,8 @@ Workload Workload::build(const WorkloadConfig& config, const ModelShape& model) 
     routing = read_routing_trace(config.routing_trace,
                                  TraceExpectation{config.tokens, model.experts(), model.top_k(), config.trace_layer});
   }
-  return Workload(config, model, std::move(routing), tokens, std::move(placement));
+  if (!placement) return replicated(config, model, std::move(routing), tokens);
+  return Workload(config, model, std::move(routing), tokens, std::move(*placement));
 }
 
 nlohmann::json Workload::summary() const {
@@ -78,9 +124,15 @@ nlohmann::json Workload::summary() const {
   } else {
     j["requested_std"] = config_.imbalance_std;
   }
-  const std::vector<int64_t> per_expert = routing_.tokens_per_expert();
+  const std::vector<int64_t> per_expert = logical_routing().tokens_per_expert();
   j["measured_std"] = load_std(per_expert);
   j["routed_rows"] = routing_.rows();
+  // Only with replicas, so that a run without them reports exactly what it did before.
+  if (config_.redundant_experts > 0) {
+    j["redundant_experts"] = config_.redundant_experts;
+    j["replication"] = replica_summary(replicas_, routing_);
+    j["replication"]["dispatch"] = "static (SGLang's logical-to-rank map; the software systems)";
+  }
   j["tokens_per_expert"] = per_expert;
   j["max_tokens_per_expert"] = *std::max_element(per_expert.begin(), per_expert.end());
   j["tokens_per_gpu"] = tokens_.counts();

@@ -4,6 +4,7 @@
 // the expert placement and the dispatch plan that follows. Systems take a `const Workload&`.
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "config/config.h"
 #include "moe/model_shape.h"
 #include "moe/placement.h"
+#include "moe/replication.h"
 #include "moe/routing.h"
 
 namespace moehub {
@@ -23,6 +25,7 @@ struct WorkloadConfig {
   std::string routing_trace;         // workload.routing_trace (empty: synthetic)
   int64_t trace_layer = 0;           // workload.trace_layer
   std::vector<int64_t> expert_map;   // workload.expert_map (empty: contiguous)
+  int64_t redundant_experts = 0;     // workload.redundant_experts (0: no replicas)
 
   static WorkloadConfig from(const Config& config);
 };
@@ -31,23 +34,47 @@ class Workload {
  public:
   // Checks in this order: tokens vs GPUs (run.tokens), placement (model.experts or
   // workload.expert_map), then builds or reads the routing. Errors are UserErrors.
+  // With redundant experts the placement is EPLB's from the routed load (replication.h) and
+  // the routing is the software systems' physical view (SGLang's static dispatch map).
   static Workload build(const WorkloadConfig& config, const ModelShape& model);
+  // The same workload with each routed row sent to physical[t * k + j] (a replica of the row's
+  // logical expert): how a system that picks replicas itself (MoE-Hub's hub) sees the layer.
+  Workload with_replica_choice(const std::vector<int32_t>& physical) const;
 
+  // What the systems move and compute: physical experts (model().experts() = E + R, each
+  // physical expert with its own placement) and the routing over them. Without redundant
+  // experts physical = logical.
   const ModelShape& model() const { return model_; }
   const Routing& routing() const { return routing_; }
+  // What the router computes: the model's E logical experts and their routing.
+  const ModelShape& logical_model() const { return logical_.model; }
+  int64_t logical_experts() const { return logical_.model.experts(); }
+  const Routing& logical_routing() const { return logical_.routing ? *logical_.routing : routing_; }
+  const ReplicaPlan& replicas() const { return replicas_; }
+  int64_t redundant_experts() const { return config_.redundant_experts; }
   const TokenPartition& tokens() const { return tokens_; }
   const ExpertPlacement& placement() const { return placement_; }
   const DispatchPlan& plan() const { return plan_; }
   bool from_trace() const { return !config_.routing_trace.empty(); }
-  double measured_std() const { return load_std(routing_.tokens_per_expert()); }
+  double measured_std() const { return load_std(logical_routing().tokens_per_expert()); }
 
   // The `workload` section of the run report.
   nlohmann::json summary() const;
 
  private:
   Workload(WorkloadConfig config, ModelShape model, Routing routing, TokenPartition tokens, ExpertPlacement placement);
+  // Replicated: `logical` is the router's routing, `routing` its physical view under `replicas`.
+  static Workload replicated(WorkloadConfig config, const ModelShape& model, Routing logical, TokenPartition tokens);
+
+  // The logical view, kept apart only when there are redundant experts.
+  struct Logical {
+    ModelShape model;
+    std::shared_ptr<const Routing> routing;  // null: the same as routing_
+  };
 
   WorkloadConfig config_;
+  Logical logical_;
+  ReplicaPlan replicas_;
   ModelShape model_;
   Routing routing_;
   TokenPartition tokens_;

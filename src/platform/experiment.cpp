@@ -29,18 +29,20 @@ std::optional<double> mean(const std::vector<double>& v) {
   return s / static_cast<double>(v.size());
 }
 
-SystemOutcome run_one(const Config& config, const Workload& workload, const SystemEntry& entry,
+SystemOutcome run_one(const Config& config, const Workload& built, const SystemEntry& entry,
                       const ExperimentOptions& options, const LayerFrame& frame) {
   const auto start = std::chrono::steady_clock::now();
   SystemOutcome out;
   out.name = entry.name;
   if (options.trace) out.trace = std::make_unique<TraceRecorder>();
+  std::unique_ptr<MoeSystem> system = entry.make(config);
+  const std::optional<Workload> own = system->own_workload(built);
+  const Workload& workload = own ? *own : built;
   std::optional<FunctionalData> functional;
   if (options.functional) functional.emplace(workload, RunParams::from(config).seed);
 
   Simulator sim;
   Cluster cluster(sim, config, workload, out.trace.get(), functional ? &*functional : nullptr);
-  std::unique_ptr<MoeSystem> system = entry.make(config);
   system->start(cluster);
   Cluster::Progress progress;
   if (options.progress) {
@@ -147,7 +149,11 @@ std::vector<SystemOutcome> run_experiment(const Config& config, const Workload& 
                                           const std::vector<const SystemEntry*>& systems,
                                           const ExperimentOptions& options) {
   // A system that cannot hold the workload fails now, not after the others have run.
-  for (const SystemEntry* s : systems) s->make(config)->check(config, workload);
+  for (const SystemEntry* s : systems) {
+    const std::unique_ptr<MoeSystem> system = s->make(config);
+    const std::optional<Workload> own = system->own_workload(workload);
+    system->check(config, own ? *own : workload);
+  }
   const LayerFrame frame = layer_frame(config, workload);
   std::vector<SystemOutcome> outcomes(systems.size());
   std::vector<std::exception_ptr> errors(systems.size());

@@ -26,12 +26,14 @@ const float* RowBuffer::read(int64_t row, FunctionalData& fd) const {
 }
 
 FunctionalData::FunctionalData(const Workload& workload, uint64_t seed)
-    : layer_(ReferenceShape::from_model(workload.model(), workload.model().hidden, workload.model().ffn_hidden), seed),
-      routing_(workload.routing()),
+    // Replicas share their logical expert's weights: the reference has the E logical experts.
+    : layer_(ReferenceShape::from_model(workload.logical_model(), workload.model().hidden, workload.model().ffn_hidden), seed),
+      routing_(workload.logical_routing()),
+      logical_of_(workload.replicas().logical_of),
       hidden_(workload.model().hidden),
       tokens_(workload.routing().tokens()) {
   input_ = layer_.make_input(tokens_, seed + 1);
-  expected_ = layer_.forward(input_, workload.routing());
+  expected_ = layer_.forward(input_, routing_);
   output_.assign(expected_.size(), 0.0f);
   output_written_.assign(static_cast<size_t>(tokens_), 0);
   combined_.assign(static_cast<size_t>(hidden_), 0.0f);
@@ -105,9 +107,9 @@ void load_input_rows(FunctionalData& fd, int64_t first_token, int64_t count, Row
 
 void expert_row(FunctionalData& fd, ExpertGemm gemm, int64_t expert, const float* in, float* out) {
   if (gemm == ExpertGemm::First) {
-    fd.layer().expert_hidden(expert, in, out);
+    fd.layer().expert_hidden(fd.logical_expert(expert), in, out);
   } else {
-    fd.layer().expert_output(expert, in, out);
+    fd.layer().expert_output(fd.logical_expert(expert), in, out);
   }
 }
 

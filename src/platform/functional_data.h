@@ -76,6 +76,8 @@ class FunctionalData {
   int64_t hidden() const { return hidden_; }
   int64_t ffn() const { return layer_.shape().ffn_hidden; }
   const float* input_row(int64_t token) const { return input_.data() + token * hidden_; }
+  // The logical expert whose weights physical expert `physical` holds (itself without replicas).
+  int64_t logical_expert(int64_t physical) const { return logical_of_.at(static_cast<size_t>(physical)); }
 
   void set_output_row(int64_t token, const float* row);
   // The scaling step every system ends with: `token`'s output row is the sum, in slot order, of
@@ -98,7 +100,8 @@ class FunctionalData {
 
  private:
   ReferenceLayer layer_;
-  const Routing& routing_;
+  const Routing& routing_;  // the logical routing (what the reference computes)
+  std::vector<int32_t> logical_of_;
   int64_t hidden_;
   int64_t tokens_;
   std::vector<float> input_;

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,13 @@ class MoeSystem {
   virtual std::vector<std::string> conservation_violations(Cluster& cluster) const {
     (void)cluster;
     return {};
+  }
+  // Before the cluster is built: a system that picks replicas of redundant experts itself
+  // (MoE-Hub's hub) returns the workload as it routes it; nullopt: the workload as built, with
+  // the software systems' static replica map (moe/replication.h).
+  virtual std::optional<Workload> own_workload(const Workload& workload) {
+    (void)workload;
+    return std::nullopt;
   }
   // Before anything is simulated (every chosen system is checked before the first runs):
   // throws UserError naming the parameter, and the size it would need, when this system's

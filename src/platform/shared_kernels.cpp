@@ -17,11 +17,13 @@ void SharedKernels::launch_routing(int g, gpu::Stream& stream, int64_t tokens) {
   const ModelShape& m = cluster_.model();
   const uint32_t eb = static_cast<uint32_t>(m.dtype_bytes);
   if (!cluster_.phases(g).routing_start) cluster_.phases(g).routing_start = cluster_.sim().now();
+  // The router scores the E logical experts (replicas are chosen after top-k).
+  const auto experts = static_cast<uint64_t>(cluster_.workload().logical_experts());
   gpu::GemmModel gate(cluster_.gpu_config(),
-                      gpu::GemmProblem{{static_cast<uint64_t>(tokens)}, static_cast<uint64_t>(m.experts()),
+                      gpu::GemmProblem{{static_cast<uint64_t>(tokens)}, experts,
                                        static_cast<uint64_t>(m.hidden), eb});
   cluster_.launch(g, stream, Activity::Routing, gate.kernel("router_gate"));
-  const uint64_t bytes = gpu::memory_bytes::routing(static_cast<uint64_t>(tokens), static_cast<uint64_t>(m.experts()),
+  const uint64_t bytes = gpu::memory_bytes::routing(static_cast<uint64_t>(tokens), experts,
                                                     static_cast<uint64_t>(m.top_k()), eb, kWeightBytes, kIndexBytes);
   cluster_.launch(g, stream, Activity::Routing, memory(g, "router_topk", bytes));
 }

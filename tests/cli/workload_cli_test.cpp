@@ -124,3 +124,53 @@ TEST(WorkloadCli, BadTracesNameFileAndLine) {
 }
 
 }  // namespace
+
+// Issue 24 item 2 (paper VII-A2) at a small size: every system runs with redundant experts,
+// MoE-Hub's hub picks a replica per row with either policy, and functional mode still
+// reproduces the reference (a replicated expert's rows reach one replica each and combine).
+TEST(WorkloadCli, RedundantExpertsRunEverySystem) {
+  const Result r = moehub({"run", "--format", "json", "--model", "deepseek-v2-lite", "--gpus", "8", "--tokens", "512",
+                           "--imbalance", "0.02", "--set", "workload.redundant_experts=8", "--systems", "all"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& rep = j["workload"]["replication"];
+  EXPECT_EQ(j["workload"]["redundant_experts"], 8);
+  EXPECT_EQ(rep["physical_experts"], 72);  // 64 + 8, 9 per GPU
+  EXPECT_EQ(j["workload"]["tokens_per_expert"].size(), 64u);
+  int64_t physical_rows = 0;
+  for (const auto& n : rep["tokens_per_physical_expert"]) physical_rows += n.get<int64_t>();
+  EXPECT_EQ(physical_rows, 512 * 6);
+  EXPECT_LT(rep["max_tokens_per_physical_expert"].get<int64_t>(), j["workload"]["max_tokens_per_expert"].get<int64_t>());
+  ASSERT_EQ(j["results"].size(), 11u);
+  for (const auto& res : j["results"]) {
+    EXPECT_GT(res["layer_us"].get<double>(), 0.0) << res["system"];
+    if (res["system"] != "moehub") continue;
+    const auto& hub = res["hub"]["replica"];
+    EXPECT_EQ(hub["policy"], "round-robin");
+    EXPECT_GT(hub["lookups"].get<uint64_t>(), 0u);
+    EXPECT_EQ(hub["round_robin_selections"], hub["lookups"]);
+    EXPECT_GT(hub["table_mm2"].get<double>(), 0.0);
+  }
+  const Result la = moehub({"run", "--format", "json", "--model", "deepseek-v2-lite", "--gpus", "8", "--tokens", "512",
+                            "--imbalance", "0.02", "--set", "workload.redundant_experts=8", "--set",
+                            "hub.apt.replica_policy=load-aware", "--systems", "moehub"});
+  ASSERT_EQ(la.status, 0) << la.err;
+  const auto aware = nlohmann::json::parse(la.out)["results"][0]["hub"]["replica"];
+  EXPECT_EQ(aware["load_aware_selections"], aware["lookups"]);
+  for (const char* policy : {"round-robin", "load-aware"}) {
+    const Result v = moehub({"verify", "--systems", "all", "--imbalance", "0.03", "--set", "workload.redundant_experts=4",
+                             "--set", std::string("hub.apt.replica_policy=") + policy});
+    EXPECT_EQ(v.status, 0) << v.out << v.err;
+    EXPECT_NE(v.out.find("8 experts (+4 redundant)"), std::string::npos) << v.out;
+  }
+}
+
+TEST(WorkloadCli, RedundantExpertsBadInputs) {
+  expect_bad_input({"run", "--set", "workload.redundant_experts=8", "--set", "workload.expert_map=[0,1,2,3,4,5,6,7]"},
+                   "workload.redundant_experts: redundant experts are placed by EPLB");
+  expect_bad_input({"run", "--gpus", "16", "--set", "workload.redundant_experts=4"},
+                   "workload.redundant_experts: 8 experts + 4 redundant = 12 physical experts leave some of the 16 GPUs");
+  expect_bad_input({"run", "--model", "deepseek-v2-lite", "--tokens", "512", "--imbalance", "0.02", "--set",
+                    "workload.redundant_experts=8", "--set", "hub.apt.replica_entries=1", "--systems", "moehub"},
+                   "hub.apt.replica_entries: 8 logical experts have replicas");
+}

@@ -44,6 +44,7 @@ imbalance_std = 0.0
 routing_trace = ""
 trace_layer = 0
 expert_map = []
+redundant_experts = 0
 )",
                "test-defaults");
   c.merge_file(model_preset(model), {"description", "source", "base"});

@@ -68,7 +68,7 @@ void MoeHubSystemImpl::launch_layer(int g) {
   const ModelShape& m = c.model();
   const auto tokens = static_cast<uint64_t>(c.workload().tokens().count(g));
   c.phases(g).routing_start = c.sim().now();
-  const gpu::GemmModel gate(c.gpu_config(), gpu::GemmProblem{{tokens}, static_cast<uint64_t>(m.experts()),
+  const gpu::GemmModel gate(c.gpu_config(), gpu::GemmProblem{{tokens}, static_cast<uint64_t>(c.workload().logical_experts()),
                                                                static_cast<uint64_t>(m.hidden),
                                                                static_cast<uint32_t>(m.dtype_bytes)});
   c.launch(g, s, Activity::Routing, gate.kernel("router_gate"));
@@ -123,7 +123,7 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::routing_program(int g, uint
   Cluster& c = *cluster_;
   const ModelShape& m = c.model();
   const int64_t k = m.top_k(), first = c.workload().tokens().begin(g), tokens = c.workload().tokens().count(g);
-  const uint64_t topk_bytes = gpu::memory_bytes::routing(static_cast<uint64_t>(tokens), static_cast<uint64_t>(m.experts()),
+  const uint64_t topk_bytes = gpu::memory_bytes::routing(static_cast<uint64_t>(tokens), static_cast<uint64_t>(c.workload().logical_experts()),
                                                          static_cast<uint64_t>(k), static_cast<uint32_t>(m.dtype_bytes),
                                                          kWeightBytes, kIndexBytes);
   const int64_t per_token = 1 + 2 * k;

@@ -11,6 +11,7 @@
 #include "gpu/block_program.h"
 #include "hub/data_availability_manager.h"
 #include "hub/hub_config.h"
+#include "hub/replica_selector.h"
 #include "platform/functional_data.h"
 #include "systems/moehub/hub_fabric.h"
 #include "systems/moehub/moehub_functional.h"
@@ -88,6 +89,9 @@ class MoeHubSystemImpl final : public MoeSystem, public HubListener {
  public:
   MoeHubSystemImpl(const Config& config, MoeHubVariant variant);
   void start(Cluster& cluster) override;
+  // Redundant experts: each producer hub's one-to-many table picks a replica per row
+  // (hub_replicas.cpp).
+  std::optional<Workload> own_workload(const Workload& workload) override;
   void check(const Config& config, const Workload& workload) const override;
   std::vector<std::string> conservation_violations(Cluster& cluster) const override;
   nlohmann::json stats(Cluster& cluster) override;
@@ -102,6 +106,8 @@ class MoeHubSystemImpl final : public MoeSystem, public HubListener {
   uint64_t tile_rows(int g, size_t li, uint64_t m) const;
   void begin_work(int g, bool scaling);
   void end_work(int g, bool scaling);
+
+  nlohmann::json replica_stats(Cluster& cluster) const;  // hub_replicas.cpp
 
   // The program (moehub_program.cpp).
   void allocate_regions(int g);
@@ -124,6 +130,7 @@ class MoeHubSystemImpl final : public MoeSystem, public HubListener {
   uint32_t bm_ = 0, bn_ = 0;
   uint64_t dam_blocks_ = 0;  // thread blocks the DAM released or retired
   std::unique_ptr<MoeHubFunctional> fn_;  // does nothing in timing-only runs
+  std::vector<ReplicaSelector> selectors_;  // per producer GPU; empty without redundant experts
 };
 
 }  // namespace moehub

@@ -364,6 +364,7 @@ nlohmann::json MoeHubSystemImpl::stats(Cluster& cluster) {
     hub["dam_releases"] = dam.releases + dam.partial_releases;
     hub["dam_retired_groups"] = dam.retired_groups;
   }
+  if (!selectors_.empty()) hub["replica"] = replica_stats(cluster);
   hub["region_capacity_rows"] = capacity_;
   hub["gemm1_tiles_per_dam_group"] = tiles_per_group_;
   // Per GPU: when its first GEMM1 tile started and when its last dispatched row landed
