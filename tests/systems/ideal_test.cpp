@@ -7,6 +7,7 @@
 #include "sim/error.h"
 #include "platform/experiment.h"
 #include "systems/system_registry.h"
+#include "sanitizer_skip.h"
 
 namespace moehub {
 namespace {
@@ -105,6 +106,7 @@ TEST(Ideal, FunctionalOutputMatchesTheReference) {
 }
 
 TEST(Experiment, ResultsDoNotDependOnThreadCount) {
+  MOEHUB_SKIP_UNDER_SANITIZERS();
   SmallLayer s({"run.tokens=128"});  // every system, kept small for the sanitizer build (25 s at 256)
   ExperimentOptions one, two;
   two.threads = 2;

@@ -5,6 +5,7 @@
 
 #include "net/network.h"
 #include "systems/system_run.h"
+#include "sanitizer_skip.h"
 
 namespace moehub {
 namespace {
@@ -72,6 +73,7 @@ INSTANTIATE_TEST_SUITE_P(EverySystem, ToyNetworkRuns,
 // timed by whichever network is under it. (Mixtral at 1024 tokens: the verify shapes are so
 // small that Megatron-TE's layer is bound by its host, whatever the network.)
 TEST(ToyNetwork, TheLayerTimeDependsOnTheNetworkUnderIt) {
+  MOEHUB_SKIP_UNDER_SANITIZERS();
   const std::vector<std::string> tokens = {"run.tokens=1024"};
   test::SystemRun fabric("megatron-te", tokens, false, test::ConfigBase::Defaults);
   fabric.run();
