@@ -75,12 +75,6 @@ std::vector<const FigureSpec*> select(const std::vector<FigureSpec>& specs, cons
   return chosen;
 }
 
-void write_text(const fs::path& file, const std::string& text) {
-  OutputFile out(file, "--out");
-  out.stream() << text;
-  out.commit();
-}
-
 // Every (point, system) of every chosen sweep, with the figure cell each one fills.
 using CellOf = std::pair<std::string, RunIndex>;  // figure, (point, system, seed)
 std::vector<RunRequest> collect_runs(const std::vector<const FigureSpec*>& chosen, bool quick, FigureContext& context,
@@ -110,7 +104,7 @@ size_t write_figures(const std::vector<const FigureSpec*>& chosen, const FigureC
     w.spec = spec;
     w.output = build_figure(*spec, context);
     if (spec->has_sweep()) w.note = context.runs.at(spec->name).missing_note();
-    for (const auto& [file, table] : w.output.csvs) write_text(out_dir / file, table.to_csv());
+    for (const auto& [file, table] : w.output.csvs) write_output_file(out_dir / file, table.to_csv(), "--out");
     if (w.output.plot) render_plot(*w.output.plot, out_dir, spec->name);
     std::cerr << fmt::format("figures: wrote {}{}\n", spec->name, w.note.empty() ? "" : " (" + w.note + ")");
     written.push_back(std::move(w));
@@ -119,7 +113,7 @@ size_t write_figures(const std::vector<const FigureSpec*>& chosen, const FigureC
   std::string prefix = fs::absolute(out_dir).lexically_normal().lexically_relative(
                            fs::absolute(md).parent_path().lexically_normal()).generic_string();
   prefix = prefix.empty() || prefix == "." ? "" : prefix + "/";
-  write_text(md, results_markdown(written, context, prefix, o.quick));
+  write_output_file(md, results_markdown(written, context, prefix, o.quick), "--out");
   return written.size();
 }
 

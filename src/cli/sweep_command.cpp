@@ -34,12 +34,6 @@ struct SweepOptions {
   bool jobs_given = false;
 };
 
-void write_text(const fs::path& file, const std::string& text) {
-  OutputFile out(file, "--out");
-  out.stream() << text;
-  out.commit();
-}
-
 // The runs as cells [point][system], every seed a point of its own (the rows of the tidy CSV).
 FigureRuns arrange(const SweepFile& s, bool quick, SweepRunner& runner) {
   SweepAxes flat = s.axes(quick);
@@ -100,7 +94,7 @@ int make_sweep(const SweepOptions& o, const ConfigSource& configs, RunExecutor& 
   const size_t failed = check_failures(sweep, runs, o.keep_going, fault);
   add_point_comparisons(runs);
   const SweepOutput output = build_sweep_output(sweep, o.quick, runs);
-  for (const auto& [name, table] : output.csvs) write_text(out_dir / name, table.to_csv());
+  for (const auto& [name, table] : output.csvs) write_output_file(out_dir / name, table.to_csv(), "--out");
   for (const auto& [stem, plot] : output.plots) render_plot(plot, out_dir, stem);
 
   const SweepSummary& sum = runner.summary();

@@ -51,4 +51,10 @@ void OutputFile::commit() {
   committed_ = true;
 }
 
+void write_output_file(const std::filesystem::path& file, const std::string& text, const std::string& flag) {
+  OutputFile out(file, flag);
+  out.stream() << text;
+  out.commit();
+}
+
 }  // namespace moehub

@@ -30,4 +30,7 @@ class OutputFile {
   bool committed_ = false;
 };
 
+// Writes `text` as the whole of `file` through an OutputFile (`flag` is named in errors).
+void write_output_file(const std::filesystem::path& file, const std::string& text, const std::string& flag);
+
 }  // namespace moehub

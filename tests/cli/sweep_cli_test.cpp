@@ -10,8 +10,6 @@ namespace {
 
 using namespace moehub_test;
 
-void write(const fs::path& p, const std::string& text) { write_file(p, text); }
-
 std::vector<std::string> cells(const std::string& line) {
   std::vector<std::string> out;
   std::istringstream in(line);
@@ -47,7 +45,7 @@ Result sweep(const fs::path& file, std::vector<std::string> extra = {}) {
 
 TEST(SweepCli, WritesTidyRowsTheSeedsSpreadAndPlots) {
   const fs::path file = scratch_dir() / "tiny.toml";
-  write(file, kSweep);
+  write_file(file, kSweep);
   const Result r = sweep(file);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
@@ -82,7 +80,7 @@ TEST(SweepCli, WritesTidyRowsTheSeedsSpreadAndPlots) {
 
 TEST(SweepCli, SecondRunReadsTheCacheAndWritesTheSameBytes) {
   const fs::path file = scratch_dir() / "tiny.toml";
-  write(file, kSweep);
+  write_file(file, kSweep);
   ASSERT_EQ(sweep(file).status, 0);
   const std::string first = slurp(file.parent_path() / "out" / "tiny.csv");
   const Result again = sweep(file);
@@ -93,7 +91,7 @@ TEST(SweepCli, SecondRunReadsTheCacheAndWritesTheSameBytes) {
 
 TEST(SweepCli, AFigureFileIsASweepFile) {
   const fs::path file = scratch_dir() / "fig.toml";
-  write(file, "[figure]\nkind = \"fig13\"\nbaseline = \"ideal\"\n[sweep]\nmodels = [\"mixtral-8x7b\"]\ngpus = [2]\n"
+  write_file(file, "[figure]\nkind = \"fig13\"\nbaseline = \"ideal\"\n[sweep]\nmodels = [\"mixtral-8x7b\"]\ngpus = [2]\n"
               "tokens = [256]\nsystems = [\"ideal\"]\n");
   const Result r = sweep(file);
   ASSERT_EQ(r.status, 0) << r.err;
@@ -105,7 +103,7 @@ TEST(SweepCli, AFigureFileIsASweepFile) {
 TEST(SweepCli, KeepGoingRunsTheOtherPointsAndExitsNonZero) {
   const fs::path file = scratch_dir() / "two.toml";
   // Mixtral's 8 experts do not divide over 3 GPUs: that point fails, the other runs.
-  write(file, "[sweep]\ngpus = [2, 3]\ntokens = [256]\nsystems = [\"ideal\"]\n");
+  write_file(file, "[sweep]\ngpus = [2, 3]\ntokens = [256]\nsystems = [\"ideal\"]\n");
   const Result stop = sweep(file);
   EXPECT_EQ(stop.status, 2) << stop.err;
   EXPECT_NE(stop.err.find("gpus=3"), std::string::npos) << stop.err;
@@ -139,7 +137,7 @@ TEST(SweepCli, BadSweepFilesNameFileLineAndKey) {
       {"[sweep]\ngpus = [2]\ntokens = [256]\n", "bad.toml: sweep: missing 'systems'"},
   };
   for (const auto& [text, fragment] : cases) {
-    write(dir / "bad.toml", text);
+    write_file(dir / "bad.toml", text);
     SCOPED_TRACE(text);
     expect_bad_input({"sweep", (dir / "bad.toml").string(), "--out", (dir / "out").string()}, fragment);
     EXPECT_FALSE(fs::exists(dir / "out" / "bad.csv"));
@@ -161,7 +159,7 @@ TEST(SweepCli, ShippedSweepsAndTheDocumentedExampleValidate) {
   ASSERT_NE(zip, std::string::npos);
   const size_t begin = docs.rfind("```toml\n", zip) + 8, end = docs.find("```", zip);
   const fs::path file = scratch_dir() / "example.toml";
-  write(file, docs.substr(begin, end - begin));
+  write_file(file, docs.substr(begin, end - begin));
   const Result r = moehub({"validate", file.string()});
   EXPECT_EQ(r.status, 0) << r.err;
   // 2 models x 1 x 1 x 2 imbalances x 2 hardware x 3 RAT sizes x 2 zipped x 3 seeds.
