@@ -169,18 +169,18 @@ void SweepRunner::store(const RunRequest& req, RunOutcome& o) const {
 }
 
 std::vector<RunOutcome> SweepRunner::compute(const std::vector<RunRequest>& requests,
-                                             const std::vector<Prepared>& prepared, const std::vector<size_t>& todo) {
+                                             const std::vector<Prepared>& prepared, const std::vector<size_t>& missing) {
   std::vector<RunTask> tasks;
-  for (const size_t i : todo) {
+  for (const size_t i : missing) {
     tasks.push_back({&requests[i], &*prepared[i].config, estimated_cost(*prepared[i].config)});
   }
-  std::vector<std::optional<RunOutcome>> computed(todo.size());
-  Progress progress(options_, todo.size(), executor_.workers());
+  std::vector<std::optional<RunOutcome>> computed(missing.size());
+  Progress progress(options_, missing.size(), executor_.workers());
   bool stopped = false;
   executor_.clear_stop();
   executor_.execute(tasks, [&](size_t t, RunOutcome o) {
-    if (t >= todo.size() || computed[t]) throw std::logic_error(fmt::format("executor reported run {} twice", t));
-    const size_t i = todo[t];
+    if (t >= missing.size() || computed[t]) throw std::logic_error(fmt::format("executor reported run {} twice", t));
+    const size_t i = missing[t];
     o.key = prepared[i].key;
     store(requests[i], o);
     progress.finished(requests[i], o);
@@ -194,11 +194,11 @@ std::vector<RunOutcome> SweepRunner::compute(const std::vector<RunRequest>& requ
 
   std::vector<RunOutcome> out;
   size_t not_run = 0;
-  for (size_t t = 0; t < todo.size(); ++t) {
+  for (size_t t = 0; t < missing.size(); ++t) {
     if (!computed[t] && !stopped) throw std::logic_error(fmt::format("executor did not report run {}", t));
     if (!computed[t]) {
       ++not_run;
-      computed[t] = without_result(prepared[todo[t]].key, "not run (an earlier run failed)");
+      computed[t] = without_result(prepared[missing[t]].key, "not run (an earlier run failed)");
       computed[t]->not_run = true;
     }
     out.push_back(std::move(*computed[t]));
@@ -220,7 +220,7 @@ std::vector<RunOutcome> SweepRunner::run(const std::vector<RunRequest>& requests
   for (size_t i = 0; i < requests.size(); ++i) first_of_key.emplace(prepared[i].key, i);
   summary_.distinct = first_of_key.size();
   std::map<std::string, RunOutcome> done;
-  std::vector<size_t> todo;
+  std::vector<size_t> missing;
   for (const auto& [key, i] : first_of_key) {
     if (!prepared[i].point_error.empty()) {
       RunOutcome o = without_result(key, prepared[i].point_error);
@@ -240,17 +240,17 @@ std::vector<RunOutcome> SweepRunner::run(const std::vector<RunRequest>& requests
       o.moe_flops = entry->value("moe_flops", 0.0);
       done.emplace(key, std::move(o));
     } else {
-      todo.push_back(i);
+      missing.push_back(i);
     }
   }
   summary_.cached = done.size() - summary_.unsupported;
   if (options_.progress) {
     *options_.progress << fmt::format("{}: {} runs, {} distinct: {} cached, {} to compute on {}\n", options_.tag,
-                                      requests.size(), summary_.distinct, summary_.cached, todo.size(),
-                                      executor_.describe(todo.size()));
+                                      requests.size(), summary_.distinct, summary_.cached, missing.size(),
+                                      executor_.describe(missing.size()));
   }
 
-  for (auto& o : compute(requests, prepared, todo)) {
+  for (auto& o : compute(requests, prepared, missing)) {
     if (o.ok) {
       ++summary_.computed;
     } else if (o.not_run) {

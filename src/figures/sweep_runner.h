@@ -56,9 +56,9 @@ class SweepRunner {
  private:
   struct Prepared;  // a request's configuration and cache key
   std::vector<Prepared> prepare(const std::vector<RunRequest>& requests) const;
-  // Simulates requests[i] for i in `todo` (one outcome each, in order) and caches the results.
+  // Simulates requests[i] for i in `missing` (one outcome each, in order) and caches the results.
   std::vector<RunOutcome> compute(const std::vector<RunRequest>& requests, const std::vector<Prepared>& prepared,
-                                  const std::vector<size_t>& todo);
+                                  const std::vector<size_t>& missing);
   void store(const RunRequest& request, RunOutcome& outcome) const;
 
   const ConfigSource& configs_;
