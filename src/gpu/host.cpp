@@ -36,6 +36,12 @@ void Host::sync(Stream& stream, uint64_t bytes, Time host_work, Callback then) {
   push(Op{Op::Kind::Sync, &stream, 0, 0, bytes, host_work, std::move(then)});
 }
 
+void Host::h2d_sync(Stream& stream, uint64_t bytes, Callback then) {
+  ++ops_count_.syncs;
+  ++ops_count_.h2d_copies;
+  push(Op{Op::Kind::Sync, &stream, 0, 0, bytes, Time::zero(), std::move(then), true});
+}
+
 void Host::work(Time duration, Callback then) {
   push(Op{Op::Kind::Work, nullptr, 0, 0, 0, duration, std::move(then)});
 }
@@ -110,9 +116,9 @@ void Host::pump() {
         busy_time_ += cfg_.issue_cost;
         const Time copy = cfg_.d2h_latency + cfg_.d2h_bandwidth.transfer_time(op.bytes);
         sim_.schedule_in(cfg_.issue_cost, [this, start, copy, op = std::move(op)]() mutable {
-          span("issue D2H copy", "launch", start);
+          span(op.to_device ? "issue H2D copy" : "issue D2H copy", "launch", start);
           const Time blocked = sim_.now();
-          op.stream->copy("D2H copy", copy, [this, blocked, work = op.duration, then = std::move(op.then)]() mutable {
+          op.stream->copy(op.to_device ? "H2D copy" : "D2H copy", copy, [this, blocked, work = op.duration, then = std::move(op.then)]() mutable {
             span("sync wait", "sync", blocked);
             const Time woke = sim_.now();
             busy_time_ += cfg_.sync_wakeup + work;

@@ -48,6 +48,9 @@ class Host {
   // (host.sync_wakeup), works for `host_work`, then runs `then` (which may append calls, e.g.
   // launches sized from the copied counts).
   void sync(Stream& stream, uint64_t bytes, Time host_work = Time::zero(), Callback then = nullptr);
+  // A blocking host-to-device copy (PyTorch's `.cuda()` of a pageable CPU tensor:
+  // cudaMemcpyAsync + cudaStreamSynchronize): the same wait as `sync`, the copy goes the other way.
+  void h2d_sync(Stream& stream, uint64_t bytes, Callback then = nullptr);
   // cudaMemcpyAsync of `bytes` on `stream` (issue cost on the host, then the copy on the stream
   // at host.d2h_latency + bytes at host.d2h_bandwidth, in either direction).
   void copy(Stream& stream, std::string label, uint64_t bytes, bool to_host);
@@ -78,6 +81,7 @@ class Host {
     uint64_t bytes = 0;
     Time duration;
     Callback then;
+    bool to_device = false;  // Sync: the copy is host-to-device
   };
 
   void push(Op op);

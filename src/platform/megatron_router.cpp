@@ -2,17 +2,9 @@
 
 #include <vector>
 
+#include "platform/framework_calls.h"
+
 namespace moehub {
-namespace {
-
-// One step of the router's Python code: a framework op with the kernels it launches (bytes
-// each kernel reads and writes; none: host-only, e.g. a view).
-struct RouterOp {
-  const char* name;
-  std::vector<uint64_t> kernels;
-};
-
-}  // namespace
 
 void launch_megatron_router(Cluster& c, const SharedKernels& k, int g, gpu::Stream& s, int64_t tokens) {
   const ModelShape& m = c.model();
@@ -24,7 +16,7 @@ void launch_megatron_router(Cluster& c, const SharedKernels& k, int g, gpu::Stre
   c.host(g).framework_op();
   gpu::GemmModel gate(c.gpu_config(), gpu::GemmProblem{{t}, e, static_cast<uint64_t>(m.hidden), static_cast<uint32_t>(m.dtype_bytes)});
   c.launch(g, s, Activity::Routing, gate.kernel("router_gate"));
-  const std::vector<RouterOp> inference{
+  const std::vector<FrameworkOp> inference{
       {"view", {}},
       {"view", {}},
       // topk: radix select over the [T, E] logits, then the in-place sort of the k results.
@@ -42,7 +34,7 @@ void launch_megatron_router(Cluster& c, const SharedKernels& k, int g, gpu::Stre
   };
   // Training with the auxiliary load-balancing loss (aux_loss_load_balancing,
   // switch_load_balancing_loss_func, the aux-loss tracker, MoEAuxLossAutoScaler).
-  const std::vector<RouterOp> aux_loss{
+  const std::vector<FrameworkOp> aux_loss{
       {"softmax_full", {t * e * (kBf16 + kFp32), 2 * t * e * kFp32}},
       {"get_world_size", {}},
       {"all_reduce_tp_cp", {}},  // a group of one rank: NCCL's one-rank path launches nothing
@@ -57,14 +49,8 @@ void launch_megatron_router(Cluster& c, const SharedKernels& k, int g, gpu::Stre
       {"setitem", {}},
       {"aux_loss_scaler_apply", {}},
   };
-  const auto issue = [&](const std::vector<RouterOp>& ops) {
-    for (const RouterOp& op : ops) {
-      c.host(g).framework_op();
-      for (const uint64_t bytes : op.kernels) c.launch(g, s, Activity::Routing, k.memory(g, std::string("router_") + op.name, bytes));
-    }
-  };
-  issue(inference);
-  if (c.kernel_params().megatron_router_aux_loss) issue(aux_loss);
+  issue_framework_ops(c, k, g, s, Activity::Routing, "router_", inference);
+  if (c.kernel_params().megatron_router_aux_loss) issue_framework_ops(c, k, g, s, Activity::Routing, "router_", aux_loss);
 }
 
 }  // namespace moehub

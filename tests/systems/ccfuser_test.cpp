@@ -23,9 +23,23 @@ TEST(Ccfuser, RemoteRowsArePulledAsReadRequestsAndResponses) {
   EXPECT_EQ(loads, r.stats["remote_reads"].get<uint64_t>());  // every read came from a thread block
 }
 
-TEST(Ccfuser, ThreeHostSyncsPerGpu) {
+// Written from WongHuLin/CCFuser (mix_moe/transformer.py process_data, functions.py
+// perpare_expert_assignment, gates/naive_gate.py). Framework ops: ensure_comm (1); NaiveGate:
+// linear, topk, view, softmax, zeros, .cuda() (6); zeros, expert_count, long,
+// expert_all_gather, cumsum, int, [-1], .item(), empty, assign_pos (10); .item() of the local
+// total, reshape, .cpu() (3): 20. Syncs: .cuda(), 2 x .item(), .cpu(); H2D copies: .cuda() and
+// the 7 plan tensors.
+TEST(Ccfuser, OpCountsAsTheCodeIssuesThem) {
   SystemRun r("ccfuser", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024"});
-  for (int g = 0; g < r.cluster->gpus(); ++g) EXPECT_EQ(r.count(g, Activity::Synchronisation), 3);
+  for (int g = 0; g < r.cluster->gpus(); ++g) {
+    EXPECT_EQ(r.count(g, Activity::Synchronisation), 4);
+    const gpu::HostOps o = r.cluster->host(g).ops();
+    EXPECT_EQ(o.framework_ops, 20u) << "GPU " << g;
+    EXPECT_EQ(o.nccl_calls, 1u) << "GPU " << g;
+    EXPECT_EQ(o.syncs, 4u) << "GPU " << g;
+    EXPECT_EQ(o.d2h_copies, 3u) << "GPU " << g;
+    EXPECT_EQ(o.h2d_copies, 8u) << "GPU " << g;
+  }
 }
 
 TEST(Ccfuser, BlocksOf64RowsPairedLocalWithRemote) {

@@ -1,7 +1,8 @@
 // `ccfuser` (CCFuser, PPoPP'25; code: WongHuLin/CCFuser `mix_moe`; docs/research/systems.md 6).
 // Expert GEMM thread blocks pull their rows straight from peer memory:
-//   prologue  routing; expert_count; counts all-gather (NCCL); `.item()`, assign_pos,
-//             `.item()`, `.cpu()` (three host syncs); host block planning (64-row blocks,
+//   prologue  FastMoE's gate and count path (platform/fastmoe_ops: NaiveGate with its blocking
+//             `.cuda()`, expert_count); counts all-gather (NCCL); `.item()`, assign_pos,
+//             `.item()`, `.cpu()` (four host syncs with the gate's); host block planning (64-row blocks,
 //             local/remote interleave) and 7 small H2D copies of the plan tensors;
 //             local_scatter into the symmetric buffer; zeroed buffers; barrier.
 //   GEMM1     moe_first_mm: thread blocks fetch remote 64-row blocks through the load path
@@ -24,6 +25,8 @@
 #include "gpu/memory_kernel.h"
 #include "systems/ccfuser/ccfuser_functional.h"
 #include "systems/ccfuser/ccfuser_plan.h"
+#include "platform/fastmoe_ops.h"
+#include "platform/framework_calls.h"
 #include "platform/moe_system.h"
 #include "platform/overlap_common.h"
 #include "platform/remote_memory.h"
@@ -81,7 +84,7 @@ class CcfuserSystem final : public MoeSystem {
   static constexpr uint64_t kCountBytes = 8;  // int64 expert counts (FastMoE count_by_gate)
   static constexpr uint64_t kFlagBytes = 8;
   static constexpr uint64_t kIndexBytes = 8;  // int64 pos / plan entries
-  static constexpr int kHostSyncs = 3;        // .item(), .item(), .cpu() (research/systems.md 6.1 step 3)
+  static constexpr int kHostSyncs = 4;        // the gate's .cuda(), .item(), .item(), .cpu() (research/systems.md 6.1 step 3)
 
   struct Cursor {
     int64_t item = -1;
@@ -109,28 +112,26 @@ class CcfuserSystem final : public MoeSystem {
     s.combine_in = dev.create_signal("ccfuser results in");
     s.fetches_left = pl.fetch_blocks;
     s.sm_seen.assign(c.gpu_config().sm_count, 0);
-    const Workload& w = c.workload();
-    const int64_t k = w.routing().top_k();
     gpu::Stream& st = c.stream(g);
-    const int64_t tokens = w.tokens().count(g);
-    const uint64_t routed = static_cast<uint64_t>(tokens * k);
-    const uint64_t experts = static_cast<uint64_t>(c.model().experts());
-    k_->launch_routing(g, st, tokens);
-    c.launch(g, st, Activity::DataShuffle, k_->memory(g, "expert_count", routed * 4 + experts * kCountBytes));
+    const int64_t tokens = c.workload().tokens().count(g);
+    // process_data (mix_moe/transformer.py:376-391): ensure_comm, NaiveGate, then
+    // perpare_expert_assignment (mix_moe/functions.py:83-105), FastMoE's count_by_gate with an
+    // all-gather of the counts.
+    c.host(g).framework_op();
+    launch_fastmoe_gate(c, *k_, g, st, tokens);
+    launch_fastmoe_count(c, *k_, g, st, tokens);
+    c.host(g).framework_op();
+    c.host(g).nccl_call();
     const gpu::BlockShape small = k_->memory_shape();
     c.launch(g, st, Activity::Communication, counts_->kernel(g, small));
-    c.launch(g, st, Activity::DataShuffle, k_->memory(g, "cumsum", experts * kCountBytes * 2));
-    // .item() of the total, assign_pos, .item() of the local total, .cpu() of all counts.
-    c.host_sync(g, st, kCountBytes, Time::zero(), [this, g, routed] {
-      Cluster& c = *c_;
-      c.launch(g, c.stream(g), Activity::DataShuffle, k_->memory(g, "assign_pos", routed * kIndexBytes * 2));
-      c.host_sync(g, c.stream(g), kCountBytes, Time::zero(), [this, g] {
-        Cluster& c = *c_;
-        const uint64_t all_counts = static_cast<uint64_t>(c.gpus()) * static_cast<uint64_t>(c.model().experts()) * kCountBytes;
-        const Time plan_time = p_.host_plan_base + p_.host_plan_per_block * static_cast<int64_t>(plan_->gpu(g).blocks.size());
-        c.host_sync(g, c.stream(g), all_counts, plan_time, [this, g] { after_plan(g); });
-      });
-    });
+    launch_fastmoe_positions(c, *k_, g, st, tokens);
+    blocking_copy_op(c, g, st, kCountBytes, false);  // .item() of the local total
+    // reshape, then .cpu() of all counts and the host's block planning.
+    c.host(g).framework_op();
+    c.host(g).framework_op();
+    const uint64_t all_counts = static_cast<uint64_t>(c.gpus()) * static_cast<uint64_t>(c.model().experts()) * kCountBytes;
+    const Time plan_time = p_.host_plan_base + p_.host_plan_per_block * static_cast<int64_t>(pl.blocks.size());
+    c.host_sync(g, st, all_counts, plan_time, [this, g] { after_plan(g); });
   }
 
   void after_plan(int g) {

@@ -17,6 +17,8 @@
 #include "systems/fastermoe/fastermoe_layout.h"
 #include "systems/fastermoe/fastermoe_schedule.h"
 #include "platform/moe_system.h"
+#include "platform/fastmoe_ops.h"
+#include "platform/framework_calls.h"
 #include "platform/nccl_group_call.h"
 #include "platform/shared_kernels.h"
 
@@ -104,7 +106,7 @@ class FasterMoeSystem final : public MoeSystem {
   }
 
  private:
-  static constexpr int kHostSyncs = 8;
+  static constexpr int kHostSyncs = 9;  // the eight of docs/systems.md and the gate's .cuda()
 
   int local(int g) const { return layout_->local(g); }
   int64_t rows(int src, int dst, int ei) const { return layout_->rows(src, dst, ei); }
@@ -124,12 +126,12 @@ class FasterMoeSystem final : public MoeSystem {
     const int64_t tokens = c.workload().tokens().count(g);
     const uint64_t tk = u(tokens * m.top_k()), e = u(m.experts()), h = u(m.hidden), eb = u(m.dtype_bytes);
 
-    k.launch_routing(g, s, tokens);
-    // count_by_gate: expert_count over the T*k gate indices.
-    // Python-level calls (PyTorch ops and the fmoe_cuda extension's entry points) pay the
-    // framework op cost (c.op, host.framework_op); what the extension's C++ issues does not.
-    c.op(g, s, Activity::DataShuffle, k.memory(g, "fmoe_expert_count", tk * kCountBytes + e * kCountBytes));
-    // expert_exchange on stream(0), then cudaStreamSynchronize(stream 0) (sync 1).
+    // FMoE.forward (fmoe/layers.py:215-228): ensure_comm (host only), then the gate.
+    host.framework_op();
+    launch_fastmoe_gate(c, k, g, s, tokens);
+    // prepare_forward -> count_by_gate (fmoe/functions.py:28-49).
+    launch_fastmoe_count(c, k, g, s, tokens);
+    // expert_exchange on stream(0), then cudaStreamSynchronize(stream 0).
     host.framework_op();
     const gpu::EventId counted = gpu.create_event("fmoe_counted");
     host.record(s, counted);
@@ -137,17 +139,16 @@ class FasterMoeSystem final : public MoeSystem {
     host.nccl_call();
     count_exchange_->launch(g, smgr0);
     c.host_sync(g, smgr0, 0, Time::zero(), nullptr);
-    // cumsum; lec_cum[-1].item() (sync 2); assign_pos.
-    c.op(g, s, Activity::DataShuffle, k.memory(g, "fmoe_cumsum", 2 * e * kCountBytes));
-    host.framework_op();
-    c.host_sync(g, s, kCountBytes, Time::zero(), nullptr);
-    c.op(g, s, Activity::DataShuffle, k.memory(g, "fmoe_assign_pos", 2 * tk * kCountBytes + e * kCountBytes));
-    // prepare_forward: fwd_expert_count.sum().item() (sync 3); three .cpu() copies (syncs 4-6).
-    c.op(g, s, Activity::DataShuffle, k.memory(g, "fmoe_fwd_count_sum", e * kCountBytes));
+    launch_fastmoe_positions(c, k, g, s, tokens);
+    // prepare_forward (functions.py:66-75): view + sum(dim=0), sum().item(), three .cpu().
+    issue_framework_ops(c, k, g, s, Activity::DataShuffle, "fmoe_",
+                        {{"view", {}}, {"fwd_count", {u(n_) * u(local(g)) * kCountBytes + u(local(g)) * kCountBytes}},
+                         {"fwd_count_sum", {u(local(g)) * kCountBytes + kCountBytes}}});
     for (const uint64_t bytes : {kCountBytes, e * kCountBytes, e * kCountBytes, u(local(g)) * kCountBytes}) {
-      host.framework_op();  // .item(), then .cpu() of local, global and fwd expert counts
-      c.host_sync(g, s, bytes, Time::zero(), nullptr);
+      blocking_copy_op(c, g, s, bytes, false);  // .item(), then .cpu() of local, global and fwd counts
     }
+    // schedule.py:135-145: no_shadow_policy's CPU zeros; torch.div(pos, topk) for pos_s.
+    issue_framework_ops(c, k, g, s, Activity::DataShuffle, "fmoe_", {{"no_shadow_zeros", {}}, {"div_pos", {2 * tk * kCountBytes}}});
     // _local_scatter: index_select of the T*k rows into expert order.
     gpu::KernelSpec scatter = k.permute(g, tk, "fmoe_local_scatter");
     scatter.on_done = [this, g] { fn_->local_scatter(g); };
@@ -190,7 +191,9 @@ class FasterMoeSystem final : public MoeSystem {
         g1.on_done = [this, g] {
           if (--gemm1_pending_[g] == 0) cluster_->phases(g).gemm1_end = cluster_->sim().now();
         };
-        // expert_fn is Python: GEMM1, activation, GEMM2 and the copy are framework ops.
+        // expert_fn is Python: torch.tensor([x.shape[0]]) (a CPU tensor, schedule.py:40), then
+        // GEMM1, activation, GEMM2 and the copy are framework ops.
+        host.framework_op();
         c.op(g, s, Activity::ExpertCompute, std::move(g1));
         c.op(g, s, Activity::ExpertCompute, k.activation(g, u(mrows)));
         c.op(g, s, Activity::ExpertCompute, k.gemm2_model(grp).kernel(fmt::format("fmoe_gemm2_s{}", st), fn_->gemm_hooks(g, ei, base, false)));
@@ -217,12 +220,16 @@ class FasterMoeSystem final : public MoeSystem {
     gpu::KernelSpec gather = k.permute(g, tk, "fmoe_local_gather");
     gather.on_done = [this, g] { fn_->local_gather(g); };
     c.op(g, s, Activity::DataShuffle, std::move(gather));
+    // layers.py:275-286: view of the output, gate_score.view, torch.bmm (the weighted sum), reshape.
+    host.framework_op();
+    host.framework_op();
     gpu::KernelSpec sc = k.scaling(g, u(tokens));
     sc.on_done = [this, g] {
       fn_->scaling(g);
       cluster_->layer_done(g);
     };
     c.op(g, s, Activity::Scaling, std::move(sc));
+    host.framework_op();
   }
 
   void mark(int g, NcclGroupCall& call, bool dispatch) {
