@@ -6,6 +6,7 @@ void ExperimentFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--model", model, "Model preset name or TOML file (default: mixtral-8x7b)");
   cmd.add_option("--hardware", hardware, "Hardware preset name or TOML file (default: dgx-h800)");
   cmd.add_option("--gpus", gpus, "GPUs in the expert-parallel group (default 8)");
+  cmd.add_option("--nodes", request.nodes, "Nodes of the hardware preset's net.gpus_per_node GPUs (sets run.gpus)");
   cmd.add_option("--tokens", tokens, "Tokens over all GPUs (default 8192)");
   cmd.add_option("--imbalance", imbalance, "Std of the per-expert token fraction (default 0)");
   cmd.add_option("--routing-trace", routing_trace, "Routing trace file (CSV or JSONL)");

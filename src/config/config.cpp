@@ -319,6 +319,13 @@ std::string Config::peek_string(const std::string& path) const {
   return s ? *s : "";
 }
 
+int64_t Config::peek_integer(const std::string& path, int64_t fallback) const {
+  auto it = raw_.find(path);
+  if (it == raw_.end()) return fallback;
+  const auto* v = std::get_if<int64_t>(&it->second.raw);
+  return v ? *v : fallback;
+}
+
 std::string Config::origin(const std::string& path) const {
   auto it = raw_.find(path);
   return it == raw_.end() ? "" : it->second.origin;

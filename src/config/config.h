@@ -40,6 +40,8 @@ class Config {
   bool has(const std::string& path) const { return raw_.count(path) != 0; }
   // A string value as merged so far, before resolve() (used to pick presets); empty if unset.
   std::string peek_string(const std::string& path) const;
+  // An integer value as merged so far, before resolve(); `fallback` if unset or not an integer.
+  int64_t peek_integer(const std::string& path, int64_t fallback) const;
 
   int64_t integer(const std::string& path) const;
   // An integer that fills a 32-bit unsigned field: a value beyond it is the user's error,

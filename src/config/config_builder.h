@@ -20,6 +20,7 @@ struct ConfigRequest {
   std::vector<std::string> config_files;
   std::vector<FlagValue> flags;
   std::vector<std::string> assignments;  // --set KEY=VALUE, in order
+  std::string nodes;                     // --nodes N: run.gpus = N x net.gpus_per_node; empty: not given
 };
 
 Config build_config(const PresetCatalog& catalog, const ParamRegistry& registry, const ConfigRequest& request);

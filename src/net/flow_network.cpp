@@ -14,6 +14,14 @@ FlowNetwork::FlowNetwork(const NetConfig& config, Simulator& sim, TraceRecorder*
   resources_.resize(static_cast<size_t>(cfg_.gpus) * 2);
   classes_by_pair_ = PerPair<std::vector<uint32_t>>(cfg_.gpus);
   for (auto& r : resources_) r.capacity = static_cast<double>(cfg_.gpu_bandwidth.bytes_per_second());
+  if (cfg_.scale_out()) {
+    fabric_ = std::make_unique<FabricTopology>(cfg_);
+    const size_t links = fabric_->links().size();
+    for (uint32_t l = 0; l < links; ++l) resources_.push_back(Resource{.capacity = fabric_->capacity(l)});
+    if (trace_) {
+      for (int l = 0; l < fabric_->leaves(); ++l) trace_->name_process(cfg_.gpus + l, fmt::format("leaf {}", l));
+    }
+  }
 }
 
 namespace {
@@ -30,18 +38,23 @@ void FlowNetwork::transfer(int src, int dst, uint64_t bytes, int /*priority*/, C
     return;
   }
   advance();
-  const double wire_per_byte = static_cast<double>(cfg_.wire_bytes(bytes)) / static_cast<double>(bytes);
-  const double ack_per_byte =
-      cfg_.write_ack
-          ? static_cast<double>(cfg_.packets_for(bytes) * cfg_.wire_flits(0) * cfg_.flit_bytes) / static_cast<double>(bytes)
-          : 0.0;
+  double wire_per_byte = 0;
+  double ack_per_byte = 0;
+  if (crosses_fabric(src, dst)) {
+    wire_per_byte = static_cast<double>(cfg_.rdma_wire_bytes(bytes)) / static_cast<double>(bytes);
+    ack_per_byte = static_cast<double>(cfg_.rdma_packets(bytes)) / static_cast<double>(bytes);
+    rdma_payload_bytes_ += bytes;
+    ++rdma_messages_;
+    rdma_packets_ += cfg_.rdma_packets(bytes);
+  } else {
+    wire_per_byte = static_cast<double>(cfg_.wire_bytes(bytes)) / static_cast<double>(bytes);
+    ack_per_byte =
+        cfg_.write_ack
+            ? static_cast<double>(cfg_.packets_for(bytes) * cfg_.wire_flits(0) * cfg_.flit_bytes) / static_cast<double>(bytes)
+            : 0.0;
+  }
   FlowClass& c = class_for(src, dst, wire_per_byte, ack_per_byte);
-  // Once its payload has left, the flow completes when its last packet has crossed the switch
-  // and reached the destination (the packet model's pipeline tail).
-  const uint64_t rest = bytes % cfg_.max_payload_bytes;
-  const uint32_t last_payload = static_cast<uint32_t>(rest ? rest : cfg_.max_payload_bytes);
-  const Time tail = cfg_.plane_bandwidth().transfer_time(static_cast<uint64_t>(cfg_.wire_flits(last_payload)) * cfg_.flit_bytes) +
-                    cfg_.gpu_switch_latency * 2 + cfg_.switch_latency;
+  const Time tail = this->tail(src, dst, bytes);
   c.members.push_back(Member{c.served + static_cast<double>(bytes), next_seq_++, tail, std::move(on_complete)});
   std::push_heap(c.members.begin(), c.members.end(), later);
   c.next_finish = c.members.front().finish;
@@ -72,7 +85,51 @@ FlowNetwork::FlowClass& FlowNetwork::class_for(int src, int dst, double wire_per
   c.dst = dst;
   c.wire_per_byte = wire_per_byte;
   c.ack_per_byte = ack_per_byte;
+  route(c);
   return c;
+}
+
+// The resources a class loads. Inside a node (or without a fabric): its source's egress and
+// its destination's ingress by wire bytes, the reverse by acks.
+void FlowNetwork::route(FlowClass& c) const {
+  const auto add = [&](size_t r, double per_byte) {
+    if (per_byte > 0) c.loads[c.load_count++] = Load{static_cast<uint32_t>(r), per_byte};
+  };
+  if (!crosses_fabric(c.src, c.dst)) {
+    add(egress(c.src), c.wire_per_byte);
+    add(ingress(c.dst), c.wire_per_byte);
+    add(egress(c.dst), c.ack_per_byte);
+    add(ingress(c.src), c.ack_per_byte);
+    return;
+  }
+  // Message engine by packets, PCIe by payload (GPUDirect reads and writes GPU memory), the
+  // NIC ports and the fat tree by wire bytes.
+  const size_t base = static_cast<size_t>(cfg_.gpus) * 2;
+  const FabricTopology::Route r = fabric_->route(c.src, c.dst);
+  for (size_t i = 0; i < r.links.size(); ++i) {
+    using K = FabricTopology::Kind;
+    const K kind = fabric_->links()[r.links[i]].kind;
+    const double per_byte = kind == K::NicMessages ? c.ack_per_byte
+                            : (kind == K::PcieUp || kind == K::PcieDown) ? 1.0
+                                                                          : c.wire_per_byte;
+    add(base + r.links[i], per_byte);
+  }
+}
+
+Time FlowNetwork::tail(int src, int dst, uint64_t bytes) const {
+  if (!crosses_fabric(src, dst)) {
+    const uint64_t rest = bytes % cfg_.max_payload_bytes;
+    const uint32_t last_payload = static_cast<uint32_t>(rest ? rest : cfg_.max_payload_bytes);
+    return cfg_.plane_bandwidth().transfer_time(static_cast<uint64_t>(cfg_.wire_flits(last_payload)) * cfg_.flit_bytes) +
+           cfg_.gpu_switch_latency * 2 + cfg_.switch_latency;
+  }
+  // The last fabric packet: serialised at the NIC, then PCIe, NIC, cables and switches on the
+  // way, the destination NIC and its PCIe.
+  const uint64_t rest = bytes % cfg_.rdma_mtu_bytes;
+  const uint64_t last = (rest ? rest : cfg_.rdma_mtu_bytes) + cfg_.rdma_header_bytes;
+  const bool one_leaf = fabric_->leaf_of(src) == fabric_->leaf_of(dst);
+  return cfg_.nic_bandwidth.transfer_time(last) + cfg_.pcie_latency * 2 + cfg_.nic_latency * 2 +
+         cfg_.fabric_cable_latency * (one_leaf ? 2 : 4) + cfg_.fabric_switch_latency * (one_leaf ? 1 : 3);
 }
 
 // Moves every flow forward to now at its current rate.
@@ -99,15 +156,8 @@ void FlowNetwork::reallocate() {
   w.crossing.assign(nr, 0);  // unfrozen classes that load the resource
   w.first.assign(nr + 1, 0);  // classes on resource r: on[first[r] .. first[r + 1])
   for (size_t r = 0; r < nr; ++r) w.room[r] = resources_[r].capacity;
-  const auto touches = [&](const FlowClass& c, auto&& visit) {
-    if (c.wire_per_byte > 0) {
-      visit(egress(c.src), c.wire_per_byte);
-      visit(ingress(c.dst), c.wire_per_byte);
-    }
-    if (c.ack_per_byte > 0) {
-      visit(egress(c.dst), c.ack_per_byte);
-      visit(ingress(c.src), c.ack_per_byte);
-    }
+  const auto touches = [](const FlowClass& c, auto&& visit) {
+    for (uint32_t k = 0; k < c.load_count; ++k) visit(static_cast<size_t>(c.loads[k].resource), c.loads[k].per_byte);
   };
   for (size_t i = 0; i < nc; ++i) {
     FlowClass& c = classes_[i];
@@ -118,7 +168,12 @@ void FlowNetwork::reallocate() {
       ++w.crossing[r];
     });
   }
-  for (size_t r = 0; r < nr; ++r) w.first[r + 1] = w.first[r] + w.crossing[r];
+  // Only resources some class loads take part in the rounds (a fat tree has many idle links).
+  w.active.clear();
+  for (size_t r = 0; r < nr; ++r) {
+    w.first[r + 1] = w.first[r] + w.crossing[r];
+    if (w.crossing[r] > 0) w.active.push_back(static_cast<uint32_t>(r));
+  }
   w.on.resize(w.first[nr]);
   w.fill.assign(w.first.begin(), w.first.end() - 1);
   for (size_t i = 0; i < nc; ++i) {
@@ -134,7 +189,7 @@ void FlowNetwork::reallocate() {
   while (left > 0) {
     double step = INFINITY;
     size_t bottleneck = 0;
-    for (size_t r = 0; r < nr; ++r) {
+    for (const uint32_t r : w.active) {
       if (crossing[r] > 0 && room[r] / weight[r] < step) {
         step = room[r] / weight[r];
         bottleneck = r;
@@ -142,11 +197,11 @@ void FlowNetwork::reallocate() {
     }
     if (step == INFINITY) break;
     level += step;
-    for (size_t r = 0; r < nr; ++r) {
+    for (const uint32_t r : w.active) {
       if (crossing[r] > 0) room[r] = r == bottleneck ? 0.0 : room[r] - step * weight[r];
     }
     // Freeze the classes on resources that are now full (relative tolerance for rounding).
-    for (size_t r = 0; r < nr; ++r) {
+    for (const uint32_t r : w.active) {
       if (crossing[r] == 0 || room[r] > resources_[r].capacity * 1e-12) continue;
       for (uint32_t k = w.first[r]; k < w.first[r + 1]; ++k) {
         const uint32_t i = w.on[k];
@@ -181,14 +236,27 @@ void FlowNetwork::account_busy(int64_t now) {
       r.busy_since = now;
     } else if (r.load == 0 && r.busy_since >= 0) {
       r.busy_ps += now - r.busy_since;
-      if (trace_) {
-        const int gpu = static_cast<int>(i / 2);
-        trace_->span(gpu, trace_->track(gpu, i % 2 ? "ingress" : "egress"), "busy", "net", Time::from_ps(r.busy_since),
-                     Time::from_ps(now));
-      }
+      if (trace_) trace_busy(i, r.busy_since, now);
       r.busy_since = -1;
     }
   }
+}
+
+void FlowNetwork::trace_busy(size_t resource, int64_t since, int64_t now) {
+  const size_t nvlink = static_cast<size_t>(cfg_.gpus) * 2;
+  if (resource < nvlink) {
+    const int gpu = static_cast<int>(resource / 2);
+    trace_->span(gpu, trace_->track(gpu, resource % 2 ? "ingress" : "egress"), "busy", "net", Time::from_ps(since),
+                 Time::from_ps(now));
+    return;
+  }
+  // A GPU's PCIe and NIC links on its own process, a leaf's spine links on the leaf's.
+  const auto link = static_cast<uint32_t>(resource - nvlink);
+  const FabricTopology::Link& l = fabric_->links()[link];
+  const bool spine = l.kind == FabricTopology::Kind::LeafToSpine || l.kind == FabricTopology::Kind::SpineToLeaf;
+  const int pid = spine ? cfg_.gpus + l.a : l.a;
+  const std::string name = fabric_->name_from(link) + "->" + fabric_->name_to(link);
+  trace_->span(pid, trace_->track(pid, name), "busy", "net", Time::from_ps(since), Time::from_ps(now));
 }
 
 void FlowNetwork::schedule_next() {
@@ -264,7 +332,31 @@ nlohmann::json FlowNetwork::stats() const {
   for (int s = 0; s < cfg_.planes; ++s) {
     for (int d = 0; d < cfg_.gpus; ++d) link(resources_[ingress(d)], fmt::format("sw{}", s), fmt::format("gpu{}", d));
   }
-  return {{"fidelity", "flow"}, {"elapsed_ps", elapsed.ps()}, {"flows_completed", flows_completed_}, {"links", links}};
+  nlohmann::json out = {{"fidelity", "flow"}, {"elapsed_ps", elapsed.ps()}, {"flows_completed", flows_completed_}};
+  if (fabric_) fabric_stats(links, out, dt);
+  out["links"] = std::move(links);
+  return out;
+}
+
+// The fabric's links after the NVLink ones (each direction of each link; the message engine
+// in packets), and the RDMA totals.
+void FlowNetwork::fabric_stats(nlohmann::json& links, nlohmann::json& out, double dt) const {
+  const Time elapsed = sim_.now();
+  const size_t base = static_cast<size_t>(cfg_.gpus) * 2;
+  for (uint32_t l = 0; l < fabric_->links().size(); ++l) {
+    const Resource& r = resources_[base + l];
+    const double bytes = r.bytes + r.load * dt;
+    const int64_t busy = r.busy_ps + (r.busy_since >= 0 ? elapsed.ps() - r.busy_since : 0);
+    const double util = elapsed.ps() > 0 ? bytes / (r.capacity * elapsed.seconds()) : 0.0;
+    const bool messages = fabric_->links()[l].kind == FabricTopology::Kind::NicMessages;
+    links.push_back({{"from", fabric_->name_from(l)}, {"to", fabric_->name_to(l)},
+                     {messages ? "packets" : "bytes", static_cast<uint64_t>(std::llround(bytes))}, {"busy_ps", busy},
+                     {"utilisation", util}, {"peak_queue_flits", 0}, {"stall_ps", 0}});
+  }
+  out["nodes"] = fabric_->nodes();
+  out["rdma_payload_bytes"] = rdma_payload_bytes_;
+  out["rdma_messages"] = rdma_messages_;
+  out["rdma_packets"] = rdma_packets_;
 }
 
 void FlowNetwork::flush_trace() {}

@@ -6,12 +6,18 @@
 // max-size packets) and, with write acks on, the reverse direction by one ack per packet.
 // There are no queues: no head-of-line blocking, no buffer limits, no priorities. A message
 // (a thread block's store, a hub packet, a read request or response) is one flow.
+// With a scale-out fabric (net.gpus_per_node > 0) a flow between nodes loads instead its route
+// through the fat tree (FabricTopology): the source NIC's message engine by its MTU packets,
+// both PCIe links by its payload, both NIC ports and any leaf-spine links by its wire bytes.
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "net/fabric_topology.h"
 #include "net/network.h"
 
 namespace moehub {
@@ -46,11 +52,18 @@ class FlowNetwork final : public TransferNetwork {
     Time tail;          // from the payload's departure to completion (the last packet's trip)
     Callback on_complete;
   };
+  // A resource a class loads, and by how much per payload byte.
+  struct Load {
+    uint32_t resource = 0;
+    double per_byte = 0;
+  };
   struct FlowClass {
     int src = 0;
     int dst = 0;
     double wire_per_byte = 0;
-    double ack_per_byte = 0;
+    double ack_per_byte = 0;  // between nodes: fabric packets per payload byte
+    std::array<Load, 8> loads{};
+    uint32_t load_count = 0;
     double rate = 0;    // payload bytes per second, per member
     double served = 0;  // payload bytes each member has received since the class formed
     std::vector<Member> members;  // a min-heap on (finish, seq)
@@ -58,7 +71,7 @@ class FlowNetwork final : public TransferNetwork {
     // (completions due, the next completion) then read no member.
     double next_finish = 0;
   };
-  struct Resource {  // one GPU's links in one direction, all planes together
+  struct Resource {  // one GPU's links in one direction, all planes together, or a fabric link
     double capacity = 0;  // wire bytes per second
     double load = 0;      // wire bytes per second currently used
     double bytes = 0;     // wire bytes carried so far
@@ -69,7 +82,13 @@ class FlowNetwork final : public TransferNetwork {
   size_t egress(int gpu) const { return static_cast<size_t>(gpu) * 2; }
   size_t ingress(int gpu) const { return static_cast<size_t>(gpu) * 2 + 1; }
   FlowClass& class_for(int src, int dst, double wire_per_byte, double ack_per_byte);
+  void route(FlowClass& c) const;
+  // From the payload's departure to the last packet's arrival.
+  Time tail(int src, int dst, uint64_t bytes) const;
+  void trace_busy(size_t resource, int64_t since, int64_t now);
+  void fabric_stats(nlohmann::json& links, nlohmann::json& out, double dt) const;
   std::vector<uint32_t>& pair_classes(int src, int dst) { return classes_by_pair_(src, dst); }
+  bool crosses_fabric(int src, int dst) const { return fabric_ && !fabric_->same_node(src, dst); }
   void advance();
   void reallocate();
   void account_busy(int64_t now);
@@ -82,7 +101,7 @@ class FlowNetwork final : public TransferNetwork {
   TraceRecorder* trace_;
   struct Scratch {
     std::vector<double> room, weight;
-    std::vector<uint32_t> crossing, first, fill, on;
+    std::vector<uint32_t> crossing, first, fill, on, active;
     std::vector<char> frozen;
   };
   std::vector<FlowClass> classes_;  // in order of formation; empty classes are removed
@@ -90,7 +109,11 @@ class FlowNetwork final : public TransferNetwork {
   // own pair (usually one) instead of walking every class (about a thousand with 32 GPUs).
   PerPair<std::vector<uint32_t>> classes_by_pair_;
   Scratch scratch_;
-  std::vector<Resource> resources_;
+  std::vector<Resource> resources_;  // NVLink egress and ingress per GPU, then the fabric's links
+  std::unique_ptr<FabricTopology> fabric_;  // null without a scale-out fabric
+  uint64_t rdma_payload_bytes_ = 0;
+  uint64_t rdma_messages_ = 0;
+  uint64_t rdma_packets_ = 0;
   struct Done {  // a flow whose payload has left, in on_event
     uint64_t seq;
     Time tail;

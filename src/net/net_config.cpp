@@ -15,6 +15,42 @@ namespace {
 // Buffers and chunks are counted in 32-bit flits and slots; 4 GiB is far beyond any real one.
 constexpr double kMaxBufferBytes = 4294967296.0;
 
+// The scale-out fabric (src/net/fabric_topology.h).
+void declare_fabric(ParamTable<NetConfig>& t) {
+  t.integer("net.gpus_per_node", &NetConfig::gpus_per_node,
+            "GPUs per node on one NVSwitch domain; 0: all GPUs in one domain, no scale-out fabric")
+      .at_least(0)
+      .at_most(4096)
+      .in_unit("GPUs");
+  t.bandwidth("net.pcie_bandwidth", &NetConfig::pcie_bandwidth, "GPU-NIC PCIe bandwidth per direction (GPUDirect RDMA)")
+      .positive();
+  t.time("net.pcie_latency", &NetConfig::pcie_latency, "One-way latency across PCIe between a GPU and its NIC");
+  t.bandwidth("net.nic_bandwidth", &NetConfig::nic_bandwidth, "One NIC port's bandwidth per direction").positive();
+  t.time("net.nic_latency", &NetConfig::nic_latency, "One-way NIC processing latency of an RDMA message");
+  t.real("net.nic_message_rate", &NetConfig::nic_message_rate, "Fabric packets one NIC sends per second")
+      .at_least(1)
+      .at_most(1e12)
+      .in_unit("packets/s");
+  t.bytes("net.rdma_mtu_bytes", &NetConfig::rdma_mtu_bytes, "Largest payload of one fabric packet (RDMA MTU)")
+      .positive()
+      .at_most(1 << 20);
+  t.bytes("net.rdma_header_bytes", &NetConfig::rdma_header_bytes, "Header and trailer bytes of one fabric packet")
+      .at_most(4096);
+  t.integer("net.fabric_switch_ports", &NetConfig::fabric_switch_ports, "Ports of one leaf or spine switch")
+      .at_least(2)
+      .at_most(65536)
+      .in_unit("ports");
+  t.integer("net.fabric_oversubscription", &NetConfig::fabric_oversubscription,
+            "A leaf's NIC-facing ports per spine-facing port (1: non-blocking)")
+      .at_least(1)
+      .at_most(64)
+      .in_unit("ratio");
+  t.bandwidth("net.fabric_link_bandwidth", &NetConfig::fabric_link_bandwidth, "One leaf-spine link's bandwidth per direction")
+      .positive();
+  t.time("net.fabric_cable_latency", &NetConfig::fabric_cable_latency, "One cable's latency (NIC-leaf, leaf-spine)");
+  t.time("net.fabric_switch_latency", &NetConfig::fabric_switch_latency, "One fabric switch's traversal latency");
+}
+
 ParamTable<NetConfig> net_table() {
   ParamTable<NetConfig> t;
   t.integer("net.switch_planes", &NetConfig::planes, "NVSwitch chips (planes) each GPU connects to")
@@ -56,6 +92,7 @@ ParamTable<NetConfig> net_table() {
   t.choice("net.fidelity", &NetConfig::fidelity,
            std::vector<std::pair<std::string, NetFidelity>>{{"packet", NetFidelity::Packet}, {"flow", NetFidelity::Flow}},
            "Interconnect model: packets with flow control, or max-min fair flows");
+  declare_fabric(t);
   return t;
 }
 
@@ -114,11 +151,10 @@ void NetConfig::validate() const {
     throw UserError("net.switch_planes", fmt::format("{} links per GPU (net.links_per_gpu) cannot be spread evenly over {} planes",
                                                      links_per_gpu, planes));
   }
-  const int64_t ports = static_cast<int64_t>(gpus) * (links_per_gpu / planes);
-  if (ports > switch_ports) {
-    throw UserError("run.gpus", fmt::format("{} GPUs x {} links per plane need {} ports on each switch, which has {} "
-                                            "(net.switch_ports)",
-                                            gpus, links_per_gpu / planes, ports, switch_ports));
+  if (gpus_per_node > 0) {
+    validate_fabric();
+  } else {
+    check_switch_ports(gpus, "run.gpus", "");
   }
   const uint64_t largest = static_cast<uint64_t>(wire_flits(max_payload_bytes)) * flit_bytes;
   const auto check = [&](const char* key, uint64_t bytes, uint64_t need, const char* what) {
@@ -131,6 +167,42 @@ void NetConfig::validate() const {
   check("net.switch_buffer", switch_buffer_bytes, largest, "one largest packet");
   check("net.ingress_buffer", ingress_buffer_bytes, largest, "one largest packet");
   check("net.response_buffer", response_buffer_bytes, largest, "one largest packet, e.g. a read response");
+}
+
+void NetConfig::check_switch_ports(int domain_gpus, const char* key, const char* what) const {
+  const int64_t ports = static_cast<int64_t>(domain_gpus) * (links_per_gpu / planes);
+  if (ports > switch_ports) {
+    throw UserError(key, fmt::format("{} GPUs{} x {} links per plane need {} ports on each switch, which has {} "
+                                     "(net.switch_ports)",
+                                     domain_gpus, what, links_per_gpu / planes, ports, switch_ports));
+  }
+}
+
+void NetConfig::validate_fabric() const {
+  check_switch_ports(gpus_per_node, "net.gpus_per_node", " per node");
+  if (gpus % gpus_per_node != 0) {
+    throw UserError("run.gpus", fmt::format("{} GPUs are not whole nodes of {} (net.gpus_per_node)", gpus, gpus_per_node));
+  }
+  if (!scale_out()) return;
+  const int nodes = gpus / gpus_per_node;
+  if (fidelity == NetFidelity::Packet) {
+    throw UserError("net.fidelity", fmt::format("the packet fidelity does not model the scale-out fabric yet ({} nodes); "
+                                                "use net.fidelity = \"flow\"",
+                                                nodes));
+  }
+  const int radix = fabric_switch_ports;
+  if (radix % (fabric_oversubscription + 1) != 0) {
+    throw UserError("net.fabric_oversubscription", fmt::format("{} leaf ports cannot be split {}:1 between NICs and spines",
+                                                               radix, fabric_oversubscription));
+  }
+  const int down = radix / (fabric_oversubscription + 1) * fabric_oversubscription;
+  const int64_t leaves = static_cast<int64_t>(gpus_per_node) * ((nodes + down - 1) / down);
+  if (leaves > radix) {
+    throw UserError("net.fabric_switch_ports", fmt::format("{} nodes need {} leaves ({} rails, {} NICs per leaf), each with a "
+                                                           "port on every spine, which has {}",
+                                                           nodes, leaves, gpus_per_node, down, radix));
+  }
+  if (rdma_mtu_bytes == 0) throw UserError("net.rdma_mtu_bytes", "must be greater than 0");
 }
 
 uint64_t NetConfig::wire_bytes(uint64_t payload) const {

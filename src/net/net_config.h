@@ -30,11 +30,29 @@ struct NetConfig {
   uint64_t response_buffer_bytes = 0;
   bool write_ack = true;
   NetFidelity fidelity = NetFidelity::Packet;
+  // Scale-out (src/net/fabric_topology.h). gpus_per_node = 0: one NVLink domain, no fabric.
+  int gpus_per_node = 0;
+  Bandwidth pcie_bandwidth;         // GPU <-> NIC, per direction
+  Time pcie_latency;                // one way, GPU to NIC across PCIe
+  Bandwidth nic_bandwidth;          // one NIC port, per direction
+  Time nic_latency;                 // one way, NIC processing of an RDMA message
+  double nic_message_rate = 0;      // RDMA messages (MTU packets) one NIC sends per second
+  uint32_t rdma_mtu_bytes = 4096;   // largest payload of one fabric packet
+  uint32_t rdma_header_bytes = 26;  // per fabric packet on the wire
+  int fabric_switch_ports = 64;     // radix of a leaf or spine switch
+  int fabric_oversubscription = 1;  // a leaf's NIC-facing ports per spine-facing port
+  Bandwidth fabric_link_bandwidth;  // one leaf-spine link, per direction
+  Time fabric_cable_latency;        // one cable, NIC-leaf or leaf-spine
+  Time fabric_switch_latency;       // one fabric switch traversal
 
   // `gpus` is the experiment's run.gpus (the net section does not own it).
   static NetConfig from(const Config& config, int gpus);
   // Throws UserError naming the key of the first problem.
   void validate() const;
+
+  // Throws when a domain of that many GPUs needs more NVSwitch ports than a chip has.
+  void check_switch_ports(int domain_gpus, const char* key, const char* what) const;
+  void validate_fabric() const;
 
   // ceil(payload / flit) + header flits.
   uint32_t wire_flits(uint32_t payload_bytes) const {
@@ -45,6 +63,10 @@ struct NetConfig {
   uint64_t packets_for(uint64_t payload_bytes) const {
     return (payload_bytes + max_payload_bytes - 1) / max_payload_bytes;
   }
+  bool scale_out() const { return gpus_per_node > 0 && gpus > gpus_per_node; }
+  // Fabric wire bytes of a payload cut into MTU packets, and their count.
+  uint64_t rdma_packets(uint64_t payload_bytes) const { return (payload_bytes + rdma_mtu_bytes - 1) / rdma_mtu_bytes; }
+  uint64_t rdma_wire_bytes(uint64_t payload_bytes) const { return payload_bytes + rdma_packets(payload_bytes) * rdma_header_bytes; }
   // Per-direction rate of one GPU's links to one plane.
   Bandwidth plane_bandwidth() const { return gpu_bandwidth.scaled(1, static_cast<uint64_t>(planes)); }
   uint32_t buffer_flits(uint64_t bytes) const { return static_cast<uint32_t>(bytes / flit_bytes); }

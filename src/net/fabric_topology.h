@@ -1,0 +1,69 @@
+#pragma once
+// The scale-out fabric: nodes of `gpus_per_node` GPUs on one NVSwitch domain, each GPU with
+// its own NIC behind a PCIe link, the NICs in a rail-optimised two-tier fat tree (one leaf
+// group per rail: NIC r of every node goes to a leaf of rail r; every leaf has one uplink to
+// every spine). A transfer between nodes crosses GPU -> PCIe -> NIC -> leaf (-> spine -> leaf)
+// -> NIC -> PCIe -> GPU; transfers inside a node stay on NVLink (not part of this class).
+// The layout is pure arithmetic: no state beyond the configuration.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "net/net_config.h"
+
+namespace moehub {
+
+class FabricTopology {
+ public:
+  // What a link is, for its capacity and its name in statistics.
+  enum class Kind { PcieUp, PcieDown, NicTx, NicRx, NicMessages, LeafToSpine, SpineToLeaf };
+  struct Link {
+    Kind kind;
+    int a = 0;  // the GPU (per-GPU links) or the leaf (leaf-spine links)
+    int b = 0;  // the spine (leaf-spine links)
+  };
+  // One inter-node route: the links it loads (message engine first) and its hop counts.
+  struct Route {
+    std::vector<uint32_t> links;
+    int cables = 0;    // NIC-leaf and leaf-spine cables crossed
+    int switches = 0;  // fabric switches traversed
+  };
+
+  // Precondition: config.validate() passed and config.gpus_per_node > 0.
+  explicit FabricTopology(const NetConfig& config);
+
+  int nodes() const { return nodes_; }
+  int rails() const { return rails_; }
+  int leaves() const { return rails_ * leaves_per_rail_; }
+  int spines() const { return spines_; }
+  int node_of(int gpu) const { return gpu / rails_; }
+  int rail_of(int gpu) const { return gpu % rails_; }
+  int leaf_of(int gpu) const { return rail_of(gpu) * leaves_per_rail_ + node_of(gpu) / leaf_down_; }
+  bool same_node(int a, int b) const { return node_of(a) == node_of(b); }
+  // The spine ECMP picks for a flow src -> dst (a fixed hash of the pair: one path per pair,
+  // as a hash of an RDMA connection's header fields gives).
+  int spine_for(int src, int dst) const;
+
+  const std::vector<Link>& links() const { return links_; }
+  // Capacity of a link: bytes per second, or messages per second for a NIC's message engine.
+  double capacity(uint32_t link) const;
+  std::string name_from(uint32_t link) const;
+  std::string name_to(uint32_t link) const;
+  // Precondition: !same_node(src, dst).
+  Route route(int src, int dst) const;
+
+  // Leaf ports toward NICs and toward spines for a radix and an oversubscription (down:up).
+  static int leaf_downlinks(int radix, int oversubscription) { return radix / (oversubscription + 1) * oversubscription; }
+  static int leaf_uplinks(int radix, int oversubscription) { return radix / (oversubscription + 1); }
+
+ private:
+  uint32_t gpu_link(Kind kind, int gpu) const { return static_cast<uint32_t>(gpu) * 5 + static_cast<uint32_t>(kind); }
+  uint32_t spine_link(Kind kind, int leaf, int spine) const;
+
+  NetConfig cfg_;
+  int nodes_ = 0, rails_ = 0, leaf_down_ = 0, leaves_per_rail_ = 0, spines_ = 0;
+  std::vector<Link> links_;
+};
+
+}  // namespace moehub

@@ -1,0 +1,56 @@
+// End-to-end tests of the scale-out fabric (issue 23): a 2-node H800 cluster at flow fidelity,
+// `--nodes`, and the one-line refusals of what the fabric cannot run. Small layers (the verify
+// experiment's shapes, OLMoE's 64 experts over 16 GPUs) keep each test to seconds.
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/cli_support.h"
+
+namespace {
+
+using namespace moehub_test;
+
+TEST(CliScale, VerifyPassesForEverySystemOnTwoNodes) {
+  const Result r = moehub({"verify", "--hardware", "h800-cluster", "--model", "olmoe", "--systems", "all"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("64 experts top-8, 16 GPUs"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  int passed = 0;
+  for (const auto& l : lines(r.out)) passed += l.find(" PASS ") != std::string::npos;
+  EXPECT_EQ(passed, 11) << r.out;
+}
+
+TEST(CliScale, NodesSetsTheGpuCountAndTheFabricCarriesRdma) {
+  const Result r = moehub({"run", "--hardware", "h800-cluster", "--nodes", "2", "--config", "verify", "--set",
+                           "run.functional=false", "--model", "olmoe", "--systems", "ideal,megatron-te", "--format", "json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["config"]["run"]["gpus"], 16);
+  EXPECT_EQ(j["config"]["net"]["gpus_per_node"], 8);
+  for (const auto& res : j["results"]) {
+    if (res["system"] == "ideal") continue;
+    const auto& net = res["network"];
+    EXPECT_EQ(net["nodes"], 2) << res["system"];
+    EXPECT_GT(net["rdma_payload_bytes"].get<uint64_t>(), 0u) << res["system"];
+    EXPECT_GT(net["rdma_messages"].get<uint64_t>(), 0u) << res["system"];
+  }
+}
+
+TEST(CliScale, RefusesWhatTheFabricCannotRunBeforeSimulating) {
+  expect_bad_input({"run", "--nodes", "2"}, "--nodes: hardware 'dgx-h800' is a single NVLink domain");
+  expect_bad_input({"run", "--gpus", "64"}, "run.gpus: 64 GPUs x 2 links per plane need 128 ports");
+  expect_bad_input({"run", "--hardware", "h800-cluster", "--nodes", "2", "--gpus", "16"}, "--nodes: give either");
+  expect_bad_input({"run", "--hardware", "h800-cluster", "--gpus", "12"}, "run.gpus: 12 GPUs are not whole nodes of 8");
+  expect_bad_input({"run", "--hardware", "h800-cluster", "--set", "net.fidelity=packet"},
+                   "net.fidelity: the packet fidelity does not model the scale-out fabric yet");
+  expect_bad_input({"run", "--hardware", "h800-cluster", "--set", "net.gpus_per_node=40"}, "net.gpus_per_node: 40 GPUs per node");
+  // 257 nodes: 9 leaves of 32 NICs per rail, 72 leaves for spines of 64 ports.
+  expect_bad_input({"run", "--hardware", "h800-cluster", "--nodes", "257", "--tokens", "8224"},
+                   "net.fabric_switch_ports: 257 nodes need 72 leaves");
+}
+
+}  // namespace

@@ -1,0 +1,151 @@
+// The scale-out fabric: fat-tree layout, rail and ECMP routing, and flows between nodes timed by
+// hand (test::cluster_like gives every number).
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <vector>
+
+#include "net/fabric_topology.h"
+#include "net/flow_network.h"
+#include "net/net_test_util.h"
+#include "sim/error.h"
+
+namespace moehub {
+namespace {
+
+// 1 MiB = 256 MTU packets: 1048576 + 256 x 26 = 1055232 wire bytes, 21104.64 ns at 50 GB/s.
+constexpr double kMiBAtNicPs = 1055232.0 / 50e9 * 1e12;
+// The last packet, 4096 + 26 B at 50 GB/s: 82.44 ns.
+constexpr double kLastPacketPs = 82440;
+
+TEST(Fabric, NicToNicOnOneLeafIsNicBoundWithTheOneHopLatency) {
+  Simulator sim;
+  // 2 GPUs per node: GPU 0 (node 0, rail 0) to GPU 2 (node 1, rail 0) meet on rail 0's leaf.
+  FlowNetwork net(test::cluster_like(4, 2), sim);
+  Time done;
+  net.transfer(0, 2, 1 << 20, 0, [&] { done = sim.now(); });
+  ASSERT_EQ(net.rates().size(), 1u);
+  EXPECT_NEAR(net.rates()[0], 50e9 * 1048576 / 1055232, 1e-3);
+  sim.run();
+  // PCIe and NIC 300 ns each at both ends, 2 cables of 50 ns, one 150 ns switch.
+  EXPECT_NEAR(static_cast<double>(done.ps()), kMiBAtNicPs + kLastPacketPs + 1200000 + 100000 + 150000, 1.0);
+  const auto stats = net.stats();
+  EXPECT_EQ(stats["nodes"], 2);
+  EXPECT_EQ(stats["rdma_payload_bytes"], 1u << 20);
+  EXPECT_EQ(stats["rdma_messages"], 1u);
+  EXPECT_EQ(stats["rdma_packets"], 256u);
+}
+
+TEST(Fabric, CrossRailGoesOverASpineWithTwoMoreCablesAndSwitches) {
+  Simulator sim;
+  FlowNetwork net(test::cluster_like(4, 2), sim);
+  Time done;
+  net.transfer(0, 3, 1 << 20, 0, [&] { done = sim.now(); });  // rail 0 to rail 1
+  sim.run();
+  EXPECT_NEAR(static_cast<double>(done.ps()), kMiBAtNicPs + kLastPacketPs + 1200000 + 200000 + 450000, 1.0);
+}
+
+TEST(Fabric, InsideANodeTheFlowStaysOnNvlink) {
+  Simulator sim;
+  FlowNetwork net(test::cluster_like(4, 2), sim);
+  Time done;
+  net.transfer(0, 1, 1 << 20, 0, [&] { done = sim.now(); });
+  sim.run();
+  EXPECT_EQ(done.ps(), 5898240 + 2880 + 600000);  // as FlowNetwork.LoneTransfer... on one board
+  EXPECT_EQ(net.stats()["rdma_messages"], 0u);
+}
+
+TEST(Fabric, RailPlacementAndEcmpOnAKnownCase) {
+  // 20 GPUs in 10 nodes of 2; 8-port leaves, non-blocking: 4 NICs per leaf, so each rail has 3
+  // leaves (nodes 0-3, 4-7, 8-9) and there are 4 spines.
+  const FabricTopology t(test::cluster_like(20, 2));
+  EXPECT_EQ(t.nodes(), 10);
+  EXPECT_EQ(t.leaves(), 6);
+  EXPECT_EQ(t.spines(), 4);
+  EXPECT_EQ(t.leaf_of(0), 0);  // node 0, rail 0
+  EXPECT_EQ(t.leaf_of(9), 4);  // node 4, rail 1: rail 1's leaves are 3-5
+  EXPECT_EQ(t.leaf_of(19), 5);
+  // Same leaf: NIC -> leaf -> NIC, no spine link.
+  const FabricTopology::Route near = t.route(0, 2);
+  EXPECT_EQ(near.links.size(), 5u);
+  EXPECT_EQ(near.switches, 1);
+  // Different leaves: the spine is the splitmix64 hash of (src << 16 | dst) mod 4, for (0, 3): 1.
+  EXPECT_EQ(t.spine_for(0, 3), 1);
+  EXPECT_EQ(t.spine_for(3, 0), 3);
+  const FabricTopology::Route far = t.route(0, 3);
+  ASSERT_EQ(far.links.size(), 7u);
+  EXPECT_EQ(far.switches, 3);
+  const auto& up = t.links()[far.links[3]];
+  EXPECT_EQ(up.kind, FabricTopology::Kind::LeafToSpine);
+  EXPECT_EQ(up.a, 0);
+  EXPECT_EQ(up.b, 1);
+  EXPECT_EQ(t.name_to(far.links[3]), "spine1");
+  // Every spine carries some of GPU 0's 18 remote pairs.
+  std::set<int> used;
+  for (int d = 2; d < 20; ++d) used.insert(t.spine_for(0, d));
+  EXPECT_EQ(used.size(), 4u);
+}
+
+TEST(Fabric, IncastOnALeafSharesTheReceiverNic) {
+  Simulator sim;
+  // Three senders on rail 0 of nodes 1-3 to GPU 0 (rail 0 of node 0): all on one leaf, the
+  // receiving NIC port is the bottleneck, a third of 50 GB/s of wire bytes each.
+  FlowNetwork net(test::cluster_like(8, 2), sim);
+  for (const int src : {2, 4, 6}) net.transfer(src, 0, 1 << 20, 0, [] {});
+  const std::vector<double> r = net.rates();
+  ASSERT_EQ(r.size(), 3u);
+  for (const double x : r) EXPECT_NEAR(x, 50e9 / 3 * 1048576 / 1055232, 1e-3);
+  sim.run();
+}
+
+TEST(Fabric, OversubscribedUplinksShareTheSpineLinks) {
+  Simulator sim;
+  // 3:1 on 8 ports: 6 NICs and 2 spine links per leaf. Rail 0 of nodes 0-2 to rail 1 of nodes
+  // 0-2 crosses from leaf 0 to leaf 1: 3 flows on 2 uplinks of 50 GB/s.
+  const NetConfig c = test::cluster_like(6, 2, 3);
+  const FabricTopology t(c);
+  ASSERT_EQ(t.spines(), 2);
+  FlowNetwork net(c, sim);
+  int up[2] = {0, 0};
+  for (const int src : {0, 2, 4}) {
+    const int dst = (src + 3) % 6;  // another node's rail 1
+    net.transfer(src, dst, 1 << 20, 0, [] {});
+    ++up[t.spine_for(src, dst)];
+  }
+  // Flows hashed onto the same uplink split it; a flow alone on one gets its NIC's rate.
+  const std::vector<double> r = net.rates();
+  ASSERT_EQ(r.size(), 3u);
+  const int srcs[3] = {0, 2, 4};
+  for (int i = 0; i < 3; ++i) {
+    const int n = up[t.spine_for(srcs[i], (srcs[i] + 3) % 6)];
+    EXPECT_NEAR(r[static_cast<size_t>(i)], 50e9 / n * 1048576 / 1055232, 1e-3) << "flow " << i;
+  }
+  sim.run();
+}
+
+TEST(Fabric, RefusesWhatItCannotBuild) {
+  const auto where = [](NetConfig c) {
+    try {
+      c.validate();
+    } catch (const UserError& e) {
+      return e.where();
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(where(test::cluster_like(8, 2)), "accepted");
+  NetConfig packet = test::cluster_like(8, 2);
+  packet.fidelity = NetFidelity::Packet;
+  EXPECT_EQ(where(packet), "net.fidelity");
+  packet.gpus = 2;  // one node: no fabric, packets are fine
+  EXPECT_EQ(where(packet), "accepted");
+  EXPECT_EQ(where(test::cluster_like(7, 2)), "run.gpus");  // not whole nodes
+  // 8-port leaves hold 4 NICs: 2 rails x 9 leaves = 18 leaves, but a spine has 8 ports.
+  EXPECT_EQ(where(test::cluster_like(2 * 33, 2)), "net.fabric_switch_ports");
+  NetConfig big = test::cluster_like(80, 40);  // 40 GPUs x 2 links per plane > 64 NVSwitch ports
+  EXPECT_EQ(where(big), "net.gpus_per_node");
+  EXPECT_EQ(where(test::cluster_like(8, 2, 2)), "net.fabric_oversubscription");  // 8 ports not in 3 parts
+}
+
+}  // namespace
+}  // namespace moehub
