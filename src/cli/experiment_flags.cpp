@@ -7,6 +7,7 @@ void ExperimentFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--hardware", hardware, "Hardware preset name or TOML file (default: dgx-h800)");
   cmd.add_option("--gpus", gpus, "GPUs in the expert-parallel group (default 8)");
   cmd.add_option("--nodes", request.nodes, "Nodes of the hardware preset's net.gpus_per_node GPUs (sets run.gpus)");
+  cmd.add_option("--tp", tp, "Tensor-parallel degree of the experts; --gpus = EP x TP (default 1: pure EP)");
   cmd.add_option("--tokens", tokens, "Tokens over all GPUs (default 8192)");
   cmd.add_option("--imbalance", imbalance, "Std of the per-expert token fraction (default 0)");
   cmd.add_option("--routing-trace", routing_trace, "Routing trace file (CSV or JSONL)");
@@ -26,6 +27,7 @@ ConfigRequest ExperimentFlags::resolve_request() const {
   flag(model, "run.model", "--model");
   flag(gpus, "run.gpus", "--gpus");
   flag(tokens, "run.tokens", "--tokens");
+  flag(tp, "parallel.tp", "--tp");
   flag(seed, "run.seed", "--seed");
   flag(systems, "run.systems", "--systems");
   flag(imbalance, "workload.imbalance_std", "--imbalance");

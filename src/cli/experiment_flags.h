@@ -10,7 +10,7 @@ namespace moehub {
 
 struct ExperimentFlags {
   ConfigRequest request;
-  std::string model, hardware, gpus, tokens, imbalance, routing_trace, systems, seed;
+  std::string model, hardware, gpus, tokens, imbalance, routing_trace, systems, seed, tp;
   bool check = false;
 
   void add_to(CLI::App& cmd);

@@ -51,10 +51,12 @@ int verify(const CliContext& ctx, const VerifyOptions& o) {
     std::cout << nlohmann::json{{"passed", all}, {"results", out}}.dump(2) << "\n";
   } else {
     const int64_t redundant = workload.redundant_experts();
-    std::cout << fmt::format("functional check: {} tokens, hidden {}, ffn {}, {} experts{} top-{}, {} GPUs\n",
-                             workload.routing().tokens(), workload.model().hidden, workload.model().ffn_hidden,
+    const TpLayout& tp = workload.tp();
+    std::cout << fmt::format("functional check: {} tokens, hidden {}, ffn {}, {} experts{} top-{}, {} GPUs{}\n",
+                             workload.routing().tokens(), workload.model().hidden, workload.logical_model().ffn_hidden,
                              workload.logical_experts(), redundant ? fmt::format(" (+{} redundant)", redundant) : "",
-                             workload.model().top_k(), workload.tokens().gpus());
+                             workload.logical_model().top_k(), workload.tokens().gpus(),
+                             tp.tp() > 1 ? fmt::format(" (EP {} x TP {})", tp.ep(), tp.tp()) : "");
     for (const auto& r : out) {
       const auto& f = r["functional"];
       std::cout << fmt::format("  {:<14} {}  max_abs_error {:.3g}  mismatched {}  early reads {}\n",

@@ -102,28 +102,44 @@ Routing ReferenceLayer::route(const std::vector<float>& x) const {
 }
 
 void ReferenceLayer::expert_hidden(int64_t expert, const float* x, float* act) const {
-  const int64_t h = shape_.hidden, f = shape_.ffn_hidden, f1 = shape_.gemm1_cols();
-  const std::vector<float>& w1m = w1(expert);
-  std::vector<float> mid(static_cast<size_t>(f1), 0.0f);
-  for (int64_t i = 0; i < h; ++i) {
-    const float xi = x[i];
-    const float* row = w1m.data() + i * f1;
-    for (int64_t c = 0; c < f1; ++c) mid[static_cast<size_t>(c)] += xi * row[c];
-  }
-  // SwiGLU: silu(gate half) * up half; plain: silu.
-  for (int64_t c = 0; c < f; ++c) {
-    const float g = silu(mid[static_cast<size_t>(c)]);
-    act[c] = shape_.gated ? g * mid[static_cast<size_t>(f + c)] : g;
-  }
+  expert_hidden_shard(expert, 0, shape_.ffn_hidden, x, act);
 }
 
 void ReferenceLayer::expert_output(int64_t expert, const float* act, float* y) const {
-  const int64_t h = shape_.hidden, f = shape_.ffn_hidden;
+  expert_output_shard(expert, 0, shape_.ffn_hidden, act, y);
+}
+
+void ReferenceLayer::expert_hidden_shard(int64_t expert, int64_t first, int64_t count, const float* x, float* act) const {
+  const int64_t h = shape_.hidden, f = shape_.ffn_hidden, f1 = shape_.gemm1_cols();
+  if (first < 0 || count < 1 || first + count > f) throw std::logic_error("ReferenceLayer: bad FFN shard");
+  const std::vector<float>& w1m = w1(expert);
+  // The shard's gate columns, then (gated) its up columns: each summed over i as the full GEMM does.
+  const int64_t halves = shape_.gated ? 2 : 1;
+  std::vector<float> mid(static_cast<size_t>(halves * count), 0.0f);
+  for (int64_t i = 0; i < h; ++i) {
+    const float xi = x[i];
+    const float* row = w1m.data() + i * f1;
+    for (int64_t half = 0; half < halves; ++half) {
+      const float* cols = row + half * f + first;
+      float* m = mid.data() + half * count;
+      for (int64_t c = 0; c < count; ++c) m[c] += xi * cols[c];
+    }
+  }
+  // SwiGLU: silu(gate half) * up half; plain: silu.
+  for (int64_t c = 0; c < count; ++c) {
+    const float g = silu(mid[static_cast<size_t>(c)]);
+    act[c] = shape_.gated ? g * mid[static_cast<size_t>(count + c)] : g;
+  }
+}
+
+void ReferenceLayer::expert_output_shard(int64_t expert, int64_t first, int64_t count, const float* act, float* y) const {
+  const int64_t h = shape_.hidden;
+  if (first < 0 || count < 1 || first + count > shape_.ffn_hidden) throw std::logic_error("ReferenceLayer: bad FFN shard");
   const std::vector<float>& w2m = w2(expert);
   for (int64_t c = 0; c < h; ++c) y[c] = 0.0f;
-  for (int64_t i = 0; i < f; ++i) {
+  for (int64_t i = 0; i < count; ++i) {
     const float ai = act[i];
-    const float* row = w2m.data() + i * h;
+    const float* row = w2m.data() + (first + i) * h;
     for (int64_t c = 0; c < h; ++c) y[c] += ai * row[c];
   }
 }

@@ -66,6 +66,11 @@ class ReferenceLayer {
   // ffn_hidden elements. expert_forward is exactly expert_output(expert_hidden(x)).
   void expert_hidden(int64_t expert, const float* x_row, float* act_row) const;
   void expert_output(int64_t expert, const float* act_row, float* y_row) const;
+  // One TP shard of the expert (tp_layout.h): FFN columns [first, first + count) of W1 (and
+  // W3) and the same rows of W2; act_row has `count` elements, y_row is the shard's partial
+  // output. The unsharded calls are the shard [0, ffn_hidden), with the same sums per element.
+  void expert_hidden_shard(int64_t expert, int64_t first, int64_t count, const float* x_row, float* act_row) const;
+  void expert_output_shard(int64_t expert, int64_t first, int64_t count, const float* act_row, float* y_row) const;
   // out[t] = sum over slots j (in slot order) of weight(t, j) * expert(t, j)(x[t]).
   std::vector<float> forward(const std::vector<float>& x, const Routing& routing) const;
   std::vector<float> forward(const std::vector<float>& x) const { return forward(x, route(x)); }

@@ -36,6 +36,12 @@ ParamTable<WorkloadConfig> workload_table() {
       .at_least(0)
       .at_most(4096)
       .in_unit("experts");
+  t.integer("parallel.tp", &WorkloadConfig::tp,
+            "Tensor-parallel degree of the experts (EP+TP, Megatron-LM's expert tensor parallelism): run.gpus = EP x TP, "
+            "each expert sharded over TP consecutive GPUs; 1 = pure expert parallelism")
+      .at_least(1)
+      .at_most(64)
+      .in_unit("GPUs");
   return t;
 }
 
@@ -60,7 +66,8 @@ Workload::Workload(WorkloadConfig config, ModelShape model, Routing routing, Tok
       routing_(std::move(routing)),
       tokens_(tokens),
       placement_(std::move(placement)),
-      plan_(routing_, tokens_, placement_) {
+      plan_(routing_, tokens_, placement_),
+      tp_(tokens_.gpus(), 1, model_.experts(), model_.ffn_hidden) {
   logical_.model = model_;
   replicas_ = ReplicaPlan::identity(placement_.map(), tokens_.gpus());
 }
@@ -85,6 +92,28 @@ Workload Workload::replicated(WorkloadConfig config, const ModelShape& model, Ro
   return w;
 }
 
+Workload Workload::tensor_parallel(WorkloadConfig config, const ModelShape& model, Routing logical, TokenPartition tokens) {
+  const TpLayout tp(config.gpus, config.tp, model.experts(), model.ffn_hidden);
+  const int64_t t_ = tp.tp(), k = logical.top_k();
+  ModelShape shards = model;
+  shards.ffn_hidden = tp.shard_ffn();
+  shards.router.experts = tp.shard_experts();
+  shards.router.top_k = k * t_;
+  Routing physical(logical.tokens(), tp.shard_experts(), k * t_);
+  for (int64_t t = 0; t < logical.tokens(); ++t) {
+    for (int64_t j = 0; j < k; ++j) {
+      for (int64_t r = 0; r < t_; ++r) {
+        physical.set(t, j * t_ + r, static_cast<int32_t>(tp.shard_expert(logical.expert(t, j), r)), logical.weight(t, j));
+      }
+    }
+  }
+  ExpertPlacement placement = ExpertPlacement::from_map(tp.shard_map(), tp.shard_experts(), config.gpus);
+  Workload w(std::move(config), shards, std::move(physical), tokens, std::move(placement));
+  w.logical_ = Logical{model, std::make_shared<const Routing>(std::move(logical))};
+  w.tp_ = tp;
+  return w;
+}
+
 Workload Workload::with_replica_choice(const std::vector<int32_t>& physical) const {
   Workload w(config_, model_, physical_routing(logical_routing(), physical, model_.experts()), tokens_, placement_);
   w.logical_ = logical_;
@@ -99,8 +128,12 @@ Workload Workload::build(const WorkloadConfig& config, const ModelShape& model) 
     throw UserError("workload.redundant_experts", "redundant experts are placed by EPLB; leave workload.expert_map empty");
   }
   // With replicas, EPLB places the physical experts (after the routing is known).
+  if (config.tp > 1 && (config.redundant_experts > 0 || !config.expert_map.empty())) {
+    throw UserError("parallel.tp", "EP+TP places experts in contiguous blocks per TP group; leave "
+                                   "workload.redundant_experts at 0 and workload.expert_map empty");
+  }
   std::optional<ExpertPlacement> placement;
-  if (config.redundant_experts == 0) {
+  if (config.redundant_experts == 0 && config.tp == 1) {
     placement = ExpertPlacement::from_map_or_contiguous(config.expert_map, model.experts(), config.gpus);
   }
   Routing routing;
@@ -111,6 +144,7 @@ Workload Workload::build(const WorkloadConfig& config, const ModelShape& model) 
     routing = read_routing_trace(config.routing_trace,
                                  TraceExpectation{config.tokens, model.experts(), model.top_k(), config.trace_layer});
   }
+  if (config.tp > 1) return tensor_parallel(config, model, std::move(routing), tokens);
   if (!placement) return replicated(config, model, std::move(routing), tokens);
   return Workload(config, model, std::move(routing), tokens, std::move(*placement));
 }
@@ -132,6 +166,10 @@ nlohmann::json Workload::summary() const {
     j["redundant_experts"] = config_.redundant_experts;
     j["replication"] = replica_summary(replicas_, routing_);
     j["replication"]["dispatch"] = "static (SGLang's logical-to-rank map; the software systems)";
+  }
+  if (tp_.tp() > 1) {
+    j["tp"] = {{"tp", tp_.tp()}, {"ep", tp_.ep()}, {"shard_ffn", tp_.shard_ffn()}, {"shard_experts", tp_.shard_experts()},
+               {"shard_rows", routing_.rows()}};
   }
   j["tokens_per_expert"] = per_expert;
   j["max_tokens_per_expert"] = *std::max_element(per_expert.begin(), per_expert.end());

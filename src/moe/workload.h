@@ -14,6 +14,7 @@
 #include "moe/placement.h"
 #include "moe/replication.h"
 #include "moe/routing.h"
+#include "moe/tp_layout.h"
 
 namespace moehub {
 
@@ -26,6 +27,7 @@ struct WorkloadConfig {
   int64_t trace_layer = 0;           // workload.trace_layer
   std::vector<int64_t> expert_map;   // workload.expert_map (empty: contiguous)
   int64_t redundant_experts = 0;     // workload.redundant_experts (0: no replicas)
+  int64_t tp = 1;                    // parallel.tp (1: pure expert parallelism)
 
   static WorkloadConfig from(const Config& config);
 };
@@ -36,6 +38,10 @@ class Workload {
   // workload.expert_map), then builds or reads the routing. Errors are UserErrors.
   // With redundant experts the placement is EPLB's from the routed load (replication.h) and
   // the routing is the software systems' physical view (SGLang's static dispatch map).
+  // With parallel.tp = T > 1 the physical experts are the E * T shard experts of tp_layout.h
+  // (FFN width F / T, k * T slots per token: slot j * T + r is slot j's TP rank r, with slot
+  // j's weight), so that each shard row is a row of its own and the shards' partial outputs,
+  // weighted and summed, give the layer's output.
   static Workload build(const WorkloadConfig& config, const ModelShape& model);
   // The same workload with each routed row sent to physical[t * k + j] (a replica of the row's
   // logical expert): how a system that picks replicas itself (MoE-Hub's hub) sees the layer.
@@ -52,6 +58,8 @@ class Workload {
   const Routing& logical_routing() const { return logical_.routing ? *logical_.routing : routing_; }
   const ReplicaPlan& replicas() const { return replicas_; }
   int64_t redundant_experts() const { return config_.redundant_experts; }
+  // The TP layout (tp() == 1: pure expert parallelism).
+  const TpLayout& tp() const { return tp_; }
   const TokenPartition& tokens() const { return tokens_; }
   const ExpertPlacement& placement() const { return placement_; }
   const DispatchPlan& plan() const { return plan_; }
@@ -65,6 +73,8 @@ class Workload {
   Workload(WorkloadConfig config, ModelShape model, Routing routing, TokenPartition tokens, ExpertPlacement placement);
   // Replicated: `logical` is the router's routing, `routing` its physical view under `replicas`.
   static Workload replicated(WorkloadConfig config, const ModelShape& model, Routing logical, TokenPartition tokens);
+  // EP+TP: `logical` is the router's routing, the physical view its shard rows.
+  static Workload tensor_parallel(WorkloadConfig config, const ModelShape& model, Routing logical, TokenPartition tokens);
 
   // The logical view, kept apart only when there are redundant experts.
   struct Logical {
@@ -80,6 +90,7 @@ class Workload {
   TokenPartition tokens_;
   ExpertPlacement placement_;
   DispatchPlan plan_;
+  TpLayout tp_;
 };
 
 }  // namespace moehub

@@ -13,6 +13,7 @@
 #include "platform/cluster.h"
 #include "platform/functional_data.h"
 #include "platform/shared_kernels.h"
+#include "sim/error.h"
 
 namespace moehub {
 namespace {
@@ -150,6 +151,10 @@ std::vector<SystemOutcome> run_experiment(const Config& config, const Workload& 
                                           const ExperimentOptions& options) {
   // A system that cannot hold the workload fails now, not after the others have run.
   for (const SystemEntry* s : systems) {
+    if (workload.tp().tp() > 1 && !s->tensor_parallel) {
+      throw UserError("parallel.tp", fmt::format("system '{}' has no EP+TP model yet; run it with parallel.tp = 1 (got {})",
+                                                 s->name, workload.tp().tp()));
+    }
     const std::unique_ptr<MoeSystem> system = s->make(config);
     const std::optional<Workload> own = system->own_workload(workload);
     system->check(config, own ? *own : workload);

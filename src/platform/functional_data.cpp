@@ -27,9 +27,13 @@ const float* RowBuffer::read(int64_t row, FunctionalData& fd) const {
 
 FunctionalData::FunctionalData(const Workload& workload, uint64_t seed)
     // Replicas share their logical expert's weights: the reference has the E logical experts.
-    : layer_(ReferenceShape::from_model(workload.logical_model(), workload.model().hidden, workload.model().ffn_hidden), seed),
+    : layer_(ReferenceShape::from_model(workload.logical_model(), workload.model().hidden,
+                                        workload.logical_model().ffn_hidden),
+             seed),
       routing_(workload.logical_routing()),
+      physical_(workload.routing()),
       logical_of_(workload.replicas().logical_of),
+      tp_(workload.tp().tp()),
       hidden_(workload.model().hidden),
       tokens_(workload.routing().tokens()) {
   input_ = layer_.make_input(tokens_, seed + 1);
@@ -106,10 +110,12 @@ void load_input_rows(FunctionalData& fd, int64_t first_token, int64_t count, Row
 }
 
 void expert_row(FunctionalData& fd, ExpertGemm gemm, int64_t expert, const float* in, float* out) {
+  // A TP shard computes its FFN columns (tp_layout.h); without TP the shard is the whole FFN.
+  const int64_t logical = fd.logical_expert(expert), count = fd.ffn(), first = fd.tp_rank(expert) * count;
   if (gemm == ExpertGemm::First) {
-    fd.layer().expert_hidden(fd.logical_expert(expert), in, out);
+    fd.layer().expert_hidden_shard(logical, first, count, in, out);
   } else {
-    fd.layer().expert_output(fd.logical_expert(expert), in, out);
+    fd.layer().expert_output_shard(logical, first, count, in, out);
   }
 }
 

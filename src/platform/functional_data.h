@@ -74,18 +74,25 @@ class FunctionalData {
 
   const ReferenceLayer& layer() const { return layer_; }
   int64_t hidden() const { return hidden_; }
-  int64_t ffn() const { return layer_.shape().ffn_hidden; }
+  // FFN width of one physical expert: F, or F / T for a TP shard.
+  int64_t ffn() const { return layer_.shape().ffn_hidden / tp_; }
   const float* input_row(int64_t token) const { return input_.data() + token * hidden_; }
   // The logical expert whose weights physical expert `physical` holds (itself without replicas).
-  int64_t logical_expert(int64_t physical) const { return logical_of_.at(static_cast<size_t>(physical)); }
+  int64_t logical_expert(int64_t physical) const {
+    return tp_ > 1 ? physical / tp_ : logical_of_.at(static_cast<size_t>(physical));
+  }
+  // The TP rank of a physical expert (0 without EP+TP).
+  int64_t tp_rank(int64_t physical) const { return physical % tp_; }
+  int64_t tp() const { return tp_; }
 
   void set_output_row(int64_t token, const float* row);
   // The scaling step every system ends with: `token`'s output row is the sum, in slot order, of
   // each slot's routing weight times its expert output row. `row_of(j)` gives slot j's row as
-  // the system holds it (null for a slot the system dropped).
+  // the system holds it (null for a slot the system dropped). Slots are the physical routing's
+  // (under EP+TP k * T shard rows, each a partial output with its expert's weight).
   template <class RowOf>
   void combine_token(int64_t token, RowOf&& row_of) {
-    sum_rows(combined_, routing_.top_k(), row_of, [&](int64_t j) { return routing_.weight(token, j); });
+    sum_rows(combined_, physical_.top_k(), row_of, [&](int64_t j) { return physical_.weight(token, j); });
     set_output_row(token, combined_.data());
   }
   // For a system that drops routed rows by design (Tutel's capacity overflow): the expected
@@ -100,8 +107,10 @@ class FunctionalData {
 
  private:
   ReferenceLayer layer_;
-  const Routing& routing_;  // the logical routing (what the reference computes)
+  const Routing& routing_;   // the logical routing (what the reference computes)
+  const Routing& physical_;  // what the systems move (replicas or TP shards)
   std::vector<int32_t> logical_of_;
+  int64_t tp_;
   int64_t hidden_;
   int64_t tokens_;
   std::vector<float> input_;

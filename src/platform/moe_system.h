@@ -55,6 +55,9 @@ struct SystemEntry {
   // Bytes this program keeps per routed row while simulating the system at packet fidelity
   // (peak RSS of single-system runs, 2026-12-05; platform/resource_estimate.cpp).
   uint32_t memory_per_row = 256;
+  // Whether the program models EP+TP (parallel.tp > 1; moe/tp_layout.h); a system without it
+  // refuses such a run before anything is simulated.
+  bool tensor_parallel = false;
 };
 
 }  // namespace moehub

@@ -24,7 +24,8 @@ void SharedKernels::launch_routing(int g, gpu::Stream& stream, int64_t tokens) {
                                        static_cast<uint64_t>(m.hidden), eb});
   cluster_.launch(g, stream, Activity::Routing, gate.kernel("router_gate"));
   const uint64_t bytes = gpu::memory_bytes::routing(static_cast<uint64_t>(tokens), experts,
-                                                    static_cast<uint64_t>(m.top_k()), eb, kWeightBytes, kIndexBytes);
+                                                    static_cast<uint64_t>(cluster_.workload().logical_model().top_k()), eb,
+                                                    kWeightBytes, kIndexBytes);
   cluster_.launch(g, stream, Activity::Routing, memory(g, "router_topk", bytes));
 }
 

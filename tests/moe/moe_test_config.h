@@ -45,6 +45,8 @@ routing_trace = ""
 trace_layer = 0
 expert_map = []
 redundant_experts = 0
+[parallel]
+tp = 1
 )",
                "test-defaults");
   c.merge_file(model_preset(model), {"description", "source", "base"});

@@ -20,6 +20,25 @@ ReferenceShape small_shape(bool gated = true) {
   return s;
 }
 
+// EP+TP shards (moe/tp_layout.h): column-sharded GEMM1 and row-sharded GEMM2 over TP 4 (32
+// of the 128 FFN columns each); the shards' partial outputs sum to the whole expert.
+TEST(ReferenceLayer, ShardPartialOutputsSumToTheExpert) {
+  for (const bool gated : {true, false}) {
+    const ReferenceLayer layer(small_shape(gated), 7);
+    const std::vector<float> x = layer.make_input(1, 3);
+    std::vector<float> full(64), part(64), sum(64, 0.0f), act(32);
+    layer.expert_forward(5, x.data(), full.data());
+    for (int64_t r = 0; r < 4; ++r) {
+      layer.expert_hidden_shard(5, 32 * r, 32, x.data(), act.data());
+      layer.expert_output_shard(5, 32 * r, 32, act.data(), part.data());
+      for (size_t c = 0; c < 64; ++c) sum[c] += part[c];
+    }
+    for (size_t c = 0; c < 64; ++c) EXPECT_NEAR(sum[c], full[c], 1e-5 + 1e-4 * std::abs(full[c])) << gated << " " << c;
+    // A shard past the FFN width is a logic error.
+    EXPECT_THROW(layer.expert_hidden_shard(5, 112, 32, x.data(), act.data()), std::logic_error);
+  }
+}
+
 // The same expert in double precision, written independently of the float32 code.
 std::vector<double> expert_in_double(const ReferenceLayer& layer, int64_t e, const float* x) {
   const ReferenceShape& s = layer.shape();

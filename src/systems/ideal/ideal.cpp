@@ -2,7 +2,9 @@
 // combine were free and instantaneous. Each GPU routes its own tokens, runs its local experts
 // on the rows they receive under expert parallelism (so expert weight traffic and tile counts
 // match the real systems), and scales its own tokens. No communication, no synchronisation,
-// no extra launches.
+// no extra launches. Under EP+TP (moe/tp_layout.h) each GPU runs its shards of its TP group's
+// experts on every row routed to them (all-gathered for free) and scales the k * T partial
+// rows of its own tokens.
 
 #include <memory>
 
@@ -50,7 +52,7 @@ class IdealSystem final : public MoeSystem {
 SystemEntry ideal_system_entry() {
   return SystemEntry{"ideal", "Routing, expert computation and scaling on local tokens only (paper II-C)", nullptr,
                      [](const Config&) -> std::unique_ptr<MoeSystem> { return std::make_unique<IdealSystem>(); },
-                     24};
+                     24, true};
 }
 
 }  // namespace moehub

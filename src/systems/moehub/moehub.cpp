@@ -14,7 +14,7 @@ std::unique_ptr<MoeSystem> make_variant(const Config& c) {
 // The parameters are shared: only the full design's entry declares them.
 template <const MoeHubVariant& V>
 SystemEntry entry_of(void (*declare)(ParamRegistry&)) {
-  return SystemEntry{V.name, V.description, declare, make_variant<V>, 130};
+  return SystemEntry{V.name, V.description, declare, make_variant<V>, 130, true};  // EP+TP: each shard a MallocID
 }
 
 }  // namespace

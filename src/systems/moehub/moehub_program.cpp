@@ -124,8 +124,8 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::routing_program(int g, uint
   const ModelShape& m = c.model();
   const int64_t k = m.top_k(), first = c.workload().tokens().begin(g), tokens = c.workload().tokens().count(g);
   const uint64_t topk_bytes = gpu::memory_bytes::routing(static_cast<uint64_t>(tokens), static_cast<uint64_t>(c.workload().logical_experts()),
-                                                         static_cast<uint64_t>(k), static_cast<uint32_t>(m.dtype_bytes),
-                                                         kWeightBytes, kIndexBytes);
+                                                         static_cast<uint64_t>(c.workload().logical_model().top_k()),
+                                                         static_cast<uint32_t>(m.dtype_bytes), kWeightBytes, kIndexBytes);
   const int64_t per_token = 1 + 2 * k;
   std::vector<int> consumers;  // GPUs with experts: they receive a row-count store
   for (int dst = 0; dst < c.gpus(); ++dst) {

@@ -1,0 +1,58 @@
+// End-to-end tests of EP+TP (`--tp`, parallel.tp; issue 24 item 1, paper VII-A1): the systems
+// that model it run and verify, every other system refuses with one line (exit 2).
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/cli_support.h"
+
+namespace {
+
+using namespace moehub_test;
+
+// 8 GPUs as EP 4 x TP 2, Mixtral (8 experts, F = 14336), a small layer.
+TEST(TpCli, RunsIdealAndMoeHubUnderTp2) {
+  const Result r = moehub({"run", "--format", "json", "--tp", "2", "--gpus", "8", "--model", "mixtral-8x7b",
+                           "--tokens", "256", "--systems", "ideal,moehub"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& tp = j["workload"]["tp"];
+  EXPECT_EQ(tp["tp"], 2);
+  EXPECT_EQ(tp["ep"], 4);
+  EXPECT_EQ(tp["shard_ffn"], 7168);
+  EXPECT_EQ(tp["shard_experts"], 16);
+  EXPECT_EQ(tp["shard_rows"], 256 * 2 * 2);  // tokens x top-2 x TP 2
+  // Expert e's shards on GPUs 2 (e / 2) and 2 (e / 2) + 1.
+  EXPECT_EQ(j["workload"]["expert_gpu"], (std::vector<int64_t>{0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7}));
+  ASSERT_EQ(j["results"].size(), 2u);
+  for (const auto& res : j["results"]) EXPECT_GT(res["layer_us"].get<double>(), 0.0) << res["system"];
+  // MoE-Hub: one st.rowsp per shard, so twice the rows of pure EP at the same token count.
+  const Result ep = moehub({"run", "--format", "json", "--gpus", "8", "--model", "mixtral-8x7b", "--tokens", "256",
+                            "--systems", "moehub"});
+  ASSERT_EQ(ep.status, 0) << ep.err;
+  const auto hub_tp = j["results"][1]["hub"], hub_ep = nlohmann::json::parse(ep.out)["results"][0]["hub"];
+  EXPECT_EQ(hub_tp["aau"]["rows_allocated"].get<uint64_t>(), 2 * hub_ep["aau"]["rows_allocated"].get<uint64_t>());
+}
+
+TEST(TpCli, VerifyReducesShardPartialsToTheReference) {
+  for (const char* tp : {"2", "4"}) {
+    const Result v = moehub({"verify", "--tp", tp, "--systems", "ideal,mh-base,mh-pkt,mh-dep,moehub"});
+    EXPECT_EQ(v.status, 0) << v.out << v.err;
+    EXPECT_NE(v.out.find(std::string("x TP ") + tp + ")"), std::string::npos) << v.out;
+  }
+}
+
+TEST(TpCli, SystemsWithoutTpRefuseAndBadShapesNameTheKey) {
+  for (const char* s : {"megatron-te", "deepep", "fastermoe", "tutel", "comet", "ccfuser"}) {
+    expect_bad_input({"run", "--tp", "2", "--tokens", "256", "--systems", s},
+                     std::string("parallel.tp: system '") + s + "' has no EP+TP model yet");
+  }
+  expect_bad_input({"run", "--tp", "3", "--systems", "ideal"}, "parallel.tp: 3 does not divide run.gpus = 8");
+  expect_bad_input({"run", "--tp", "2", "--set", "workload.redundant_experts=8", "--systems", "ideal"},
+                   "parallel.tp: EP+TP places experts in contiguous blocks");
+}
+
+}  // namespace
