@@ -80,6 +80,11 @@ class Gpu {
   // A write nobody waits for (data landing from the network): it takes its share of HBM.
   void memory_write(uint64_t bytes) { memory_.consume(bytes); }
   void memory_read(uint64_t bytes, Callback on_done) { memory_.request(bytes, std::move(on_done)); }
+  // A read whose result the reader waits for (a table lookup, not a stream): its bytes take
+  // their share of HBM, then the data returns after the DRAM load-to-use latency.
+  void dependent_read(uint64_t bytes, Callback on_done) {
+    memory_.request(bytes, [this, done = std::move(on_done)]() mutable { sim_.schedule_in(cfg_.dram_latency, std::move(done)); });
+  }
   const SharedBandwidth& memory() const { return memory_; }
 
   // --- signals: counters in device memory ---

@@ -101,6 +101,9 @@ ParamTable<GpuConfig> gpu_table() {
 
   // Polling a signal in device memory.
   t.time("gpu.poll_latency", &GpuConfig::poll_latency, "Latency of one flag load (an L2 round trip)");
+  t.time("gpu.dram_latency", &GpuConfig::dram_latency,
+         "Load-to-use latency of a dependent read that misses L2 and goes to HBM (e.g. the AAU's spill-table read)")
+      .positive();
   t.time("gpu.poll_sleep", &GpuConfig::poll_sleep, "Sleep between polls (__nanosleep)");
   t.bytes("gpu.poll_bytes", &GpuConfig::poll_bytes, "Memory traffic of one poll").positive();
 

@@ -51,6 +51,7 @@ struct GpuConfig {
   Time event_wait_latency;
 
   Time poll_latency;
+  Time dram_latency;  // load-to-use of a dependent read that misses L2
   Time poll_sleep;
   uint64_t poll_bytes = 0;
 

@@ -47,6 +47,7 @@ TEST(GpuConfig, H800PresetMatchesTheTestGpu) {
   EXPECT_EQ(g.gemm_tile.k, 64u);
   EXPECT_EQ(g.launch_gap, Time::from_ns(1500));
   EXPECT_EQ(g.poll_latency, Time::from_ns(150));
+  EXPECT_EQ(g.dram_latency, Time::from_ns(421));
   const HostConfig h = HostConfig::from(preset(r, "dgx-h800"));
   EXPECT_EQ(h.issue_cost, Time::from_us(3));
   EXPECT_EQ(h.d2h_bandwidth.bytes_per_second(), 64000000000u);

@@ -28,6 +28,7 @@ inline GpuConfig h800() {
   g.launch_gap = Time::from_ns(1500);
   g.event_wait_latency = Time::from_ns(1000);
   g.poll_latency = Time::from_ns(150);
+  g.dram_latency = Time::from_ns(421);
   g.poll_sleep = Time::zero();
   g.poll_bytes = 32;
   g.trace_sm_group = 12;

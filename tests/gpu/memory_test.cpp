@@ -38,6 +38,16 @@ TEST(MemoryKernel, ArrivingWritesTakeTheirShare) {
   EXPECT_EQ(gpu.kernel_times(id).ended->ps(), kLaunchGapPs + together.ps());
 }
 
+TEST(MemoryKernel, ADependentReadWaitsForItsBytesThenTheDramLatency) {
+  Simulator sim;
+  Gpu gpu(sim, h800());
+  Time read;
+  gpu.dependent_read(8, [&] { read = sim.now(); });
+  sim.run();
+  // 8 B alone on HBM, then 421 ns of load-to-use latency.
+  EXPECT_EQ(read.ps(), h800().hbm_achievable().transfer_time(8).ps() + 421000);
+}
+
 TEST(MemoryKernel, UnevenBytesSplitToTheByte) {
   Simulator sim;
   Gpu gpu(sim, h800());

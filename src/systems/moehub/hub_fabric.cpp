@@ -70,7 +70,7 @@ class HubFabric::Ingress final : public PacketReceiver {
         gpu_(fabric.cluster_.gpu(g)),
         aau_(fabric.cluster_.sim(), fabric.hub_.aau, static_cast<uint32_t>(g),
              [this](MemoryOp op, uint64_t bytes, Callback done) {
-               if (op == MemoryOp::Read) gpu_.memory_read(bytes, std::move(done));
+               if (op == MemoryOp::Read) gpu_.dependent_read(bytes, std::move(done));
                else gpu_.memory_write(bytes, std::move(done));
              }),
         line_(fabric.hub_.rpm.entry_bytes),
