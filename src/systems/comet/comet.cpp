@@ -46,7 +46,7 @@ class CometSystem final : public MoeSystem {
     const int n = cluster.gpus();
     counts_ = std::make_unique<StreamCollective>(
         cluster, "nccl_allgather_counts",
-        StreamCollective::to_every_peer(n, static_cast<uint64_t>(cluster.model().experts()) * kCountBytes));
+        StreamCollective::to_every_peer(n, split_experts(cluster.workload()) * kCountBytes));
     barrier1_ = std::make_unique<StreamCollective>(cluster, "nvshmem_barrier_layer1", StreamCollective::to_every_peer(n, kFlagBytes));
     barrier_end_ = std::make_unique<StreamCollective>(cluster, "nvshmem_barrier_end", StreamCollective::to_every_peer(n, kFlagBytes));
     if (p_.dispatch == CometParams::Dispatch::CopyEngineGets) {
@@ -54,6 +54,14 @@ class CometSystem final : public MoeSystem {
     }
     gpu_.resize(n);
     for (int g = 0; g < n; ++g) start_gpu(g);
+  }
+
+  // The experts of flux's `splits` and the rows of its `scatter_index`: under EP+TP the logical
+  // ones (each rank computes its `ffn_hidden / ffn_tp_size` shard of its EP rank's experts;
+  // bytedance/flux @dc4a0a95 gemm_grouped_v3_ag_scatter.cc, DistEnvTPWithEP); under pure EP
+  // every physical expert (a replica is an expert of its own to it).
+  static uint64_t split_experts(const Workload& w) {
+    return static_cast<uint64_t>(w.tp().tp() > 1 ? w.logical_experts() : w.model().experts());
   }
 
   nlohmann::json stats(Cluster& cluster) override {
@@ -135,7 +143,7 @@ class CometSystem final : public MoeSystem {
         gpu_[g].comm->callback([this, g] { start_gets(g); });
       });
       // calc_gather_index + ag_scatter_sort: index kernels over every routed row.
-      const uint64_t index_bytes = static_cast<uint64_t>(c.workload().routing().rows()) * 4 * 2;
+      const uint64_t index_bytes = static_cast<uint64_t>(c.workload().logical_routing().rows()) * 4 * 2;
       c.launch(g, st, Activity::DataShuffle, k_->memory(g, "calc_gather_index", index_bytes));
       c.launch(g, st, Activity::DataShuffle, k_->memory(g, "ag_scatter_sort", index_bytes));
     }
@@ -167,7 +175,7 @@ class CometSystem final : public MoeSystem {
     const uint64_t args = static_cast<uint64_t>(pl.experts.size()) * static_cast<uint64_t>(p_.column_splits) * kProblemBytes;
     host_to_device_copy(c, g, st, "H2D gather_rs problems", args);
     host_to_device_copy(c, g, st, "H2D gather_rs pointers", args);
-    const uint64_t routed = static_cast<uint64_t>(c.workload().routing().rows());
+    const uint64_t routed = static_cast<uint64_t>(c.workload().logical_routing().rows());
     c.launch(g, st, Activity::DataShuffle, k_->memory(g, "ep_index_filter", routed * 4 * 2));
     const uint64_t out_bytes = static_cast<uint64_t>(c.gpus()) * static_cast<uint64_t>(c.workload().tokens().count(g)) *
                                c.model().row_bytes();
@@ -444,7 +452,8 @@ SystemEntry comet_system_entry() {
   return SystemEntry{"comet", "Comet (MLSys'25): tile-level overlap in fused kernels with communication blocks and flag polling",
                      CometParams::declare,
                      [](const Config& c) -> std::unique_ptr<MoeSystem> { return std::make_unique<CometSystem>(CometParams::from(c)); },
-                     240};
+                     240,
+                     true};
 }
 
 }  // namespace moehub
