@@ -146,7 +146,7 @@ class CometSystem final : public MoeSystem {
         gpu_[g].comm->callback([this, g] { start_gets(g); });
       });
       // calc_gather_index + ag_scatter_sort: index kernels over every routed row.
-      const uint64_t index_bytes = static_cast<uint64_t>(c.workload().routing().rows()) * 4 * 2;
+      const uint64_t index_bytes = static_cast<uint64_t>(c.workload().logical_routing().rows()) * 4 * 2;
       c.launch(g, st, Activity::DataShuffle, k_->memory(g, "calc_gather_index", index_bytes));
       c.launch(g, st, Activity::DataShuffle, k_->memory(g, "ag_scatter_sort", index_bytes));
     }
@@ -181,7 +181,7 @@ class CometSystem final : public MoeSystem {
     const uint64_t args = static_cast<uint64_t>(pl.experts.size()) * static_cast<uint64_t>(p_.column_splits) * kProblemBytes;
     host_to_device_copy(c, g, st, "H2D gather_rs problems", args);
     host_to_device_copy(c, g, st, "H2D gather_rs pointers", args);
-    const uint64_t routed = static_cast<uint64_t>(c.workload().routing().rows());
+    const uint64_t routed = static_cast<uint64_t>(c.workload().logical_routing().rows());
     c.launch(g, st, Activity::DataShuffle, k_->memory(g, "ep_index_filter", routed * 4 * 2));
     const uint64_t out_bytes = static_cast<uint64_t>(c.gpus()) * static_cast<uint64_t>(c.workload().tokens().count(g)) *
                                c.model().row_bytes();
@@ -459,7 +459,8 @@ SystemEntry comet_system_entry() {
   return SystemEntry{"comet", "Comet (MLSys'25): tile-level overlap in fused kernels with communication blocks and flag polling",
                      CometParams::declare,
                      [](const Config& c) -> std::unique_ptr<MoeSystem> { return std::make_unique<CometSystem>(CometParams::from(c)); },
-                     240};
+                     240,
+                     true};
 }
 
 }  // namespace moehub
