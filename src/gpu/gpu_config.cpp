@@ -129,6 +129,10 @@ ParamTable<HostConfig> host_table() {
          "Host time of one NCCL group call from the framework (torch.distributed or ncclGroupStart..End) beyond "
          "its kernel launch")
       .at_least(0);
+  t.time("host.layer_lead", &HostConfig::layer_lead,
+         "Host time the program is already ahead of the GPU when the layer starts (the steady-state lead of a loop "
+         "of layers): host work up to this much takes no simulated time, until the host first blocks on a sync")
+      .at_least(0);
   return t;
 }
 
@@ -206,6 +210,7 @@ void HostConfig::validate() const {
   require(d2h_bandwidth.bytes_per_second() > 0, "host.d2h_bandwidth", "must be positive");
   require(framework_op_cost >= Time::zero(), "host.framework_op_cost", "must not be negative");
   require(nccl_call_cost >= Time::zero(), "host.nccl_call_cost", "must not be negative");
+  require(layer_lead >= Time::zero(), "host.layer_lead", "must not be negative");
 }
 
 }  // namespace moehub::gpu

@@ -75,6 +75,7 @@ struct HostConfig {
   Bandwidth d2h_bandwidth;
   Time framework_op_cost;  // an eager framework op beyond its launch
   Time nccl_call_cost;     // an NCCL group call beyond its kernel launch
+  Time layer_lead;         // host time already spent ahead of the GPU when the layer starts
 
   static HostConfig from(const Config& config);
   void validate() const;

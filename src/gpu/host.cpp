@@ -5,8 +5,14 @@
 namespace moehub::gpu {
 
 Host::Host(Simulator& sim, HostConfig config, uint32_t pid, TraceRecorder* trace)
-    : sim_(sim), cfg_((config.validate(), config)), pid_(static_cast<int>(pid)), trace_(trace) {
+    : sim_(sim), cfg_((config.validate(), config)), pid_(static_cast<int>(pid)), trace_(trace), lead_(cfg_.layer_lead) {
   if (trace_) track_ = trace_->track(pid_, "host");
+}
+
+Time Host::spend(Time host_time) {
+  const Time covered = min(host_time, lead_);
+  lead_ -= covered;
+  return host_time - covered;
 }
 
 void Host::span(const std::string& name, const char* category, Time start) {
@@ -86,7 +92,7 @@ void Host::pump() {
       case Op::Kind::Work:
         busy_ = true;
         busy_time_ += op.duration;
-        sim_.schedule_in(op.duration, [this, start, then = std::move(op.then)]() mutable {
+        sim_.schedule_in(spend(op.duration), [this, start, then = std::move(op.then)]() mutable {
           span("host work", "host", start);
           if (then) then();
           finish();
@@ -97,7 +103,7 @@ void Host::pump() {
       case Op::Kind::Wait:
         busy_ = true;
         busy_time_ += cfg_.issue_cost;
-        sim_.schedule_in(cfg_.issue_cost, [this, start, kind = op.kind, s = op.stream, k = op.kernel, e = op.event] {
+        sim_.schedule_in(spend(cfg_.issue_cost), [this, start, kind = op.kind, s = op.stream, k = op.kernel, e = op.event] {
           if (kind == Op::Kind::Launch) {
             span("launch " + s->gpu().kernel_times(k).name, "launch", start);
             s->launch(k);
@@ -115,7 +121,9 @@ void Host::pump() {
         busy_ = true;
         busy_time_ += cfg_.issue_cost;
         const Time copy = cfg_.d2h_latency + cfg_.d2h_bandwidth.transfer_time(op.bytes);
-        sim_.schedule_in(cfg_.issue_cost, [this, start, copy, op = std::move(op)]() mutable {
+        const Time issue = spend(cfg_.issue_cost);
+        lead_ = Time::zero();  // the host now waits for the GPU: whatever lead it had is gone
+        sim_.schedule_in(issue, [this, start, copy, op = std::move(op)]() mutable {
           span(op.to_device ? "issue H2D copy" : "issue D2H copy", "launch", start);
           const Time blocked = sim_.now();
           op.stream->copy(op.to_device ? "H2D copy" : "D2H copy", copy, [this, blocked, work = op.duration, then = std::move(op.then)]() mutable {

@@ -88,6 +88,8 @@ class Host {
   void pump();
   void finish();
   void span(const std::string& name, const char* category, Time start);
+  // The simulated time `host_time` of host work takes: what the remaining lead does not cover.
+  Time spend(Time host_time);
 
   Simulator& sim_;
   HostConfig cfg_;
@@ -97,6 +99,7 @@ class Host {
   std::deque<Op> ops_;
   bool busy_ = false;
   Time busy_time_;
+  Time lead_;  // host.layer_lead not yet used; 0 once the host has blocked
   HostOps ops_count_;
 };
 

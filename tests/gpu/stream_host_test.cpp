@@ -96,6 +96,50 @@ TEST(Host, FrameworkOpsWithShortKernelsTakeNTimesTheirHostCost) {
   EXPECT_EQ(o.busy.ps(), kOps * 8000000);
 }
 
+// host.layer_lead: the host starts the layer already 20 us ahead, so the first 20 us of its
+// 80 us program take no simulated time and every kernel starts 20 us earlier.
+// A host with `lead` of host.layer_lead in front of one GPU stream.
+struct LeadRig {
+  explicit LeadRig(Time lead) : host(sim, with_lead(lead)) {}
+  static HostConfig with_lead(Time lead) {
+    HostConfig cfg = testing::host();
+    cfg.layer_lead = lead;
+    return cfg;
+  }
+  Simulator sim;
+  Gpu gpu{sim, h800()};
+  Host host;
+  Stream& s = gpu.create_stream("s");
+};
+
+TEST(Host, ALayerLeadHidesThatMuchHostTime) {
+  LeadRig r(Time::from_us(20));
+  Host& host = r.host;
+  Stream& s = r.s;
+  constexpr int kOps = 10;
+  KernelId first = 0, last = 0;
+  for (int i = 0; i < kOps; ++i) {
+    host.framework_op();
+    last = host.launch(s, busy("small", Time::from_us(2)));
+    if (i == 0) first = last;
+  }
+  r.sim.run();
+  // The first op's 8 us are covered: its kernel is issued at 0 and starts after the launch gap.
+  EXPECT_EQ(r.gpu.kernel_times(first).started->ps(), 1500000);
+  EXPECT_EQ(r.gpu.kernel_times(last).started->ps(), kOps * 8000000 - 20000000 + 1500000);
+  EXPECT_EQ(host.ops().busy.ps(), kOps * 8000000);  // the host still did all its work
+}
+
+// A sync blocks the host on the GPU: the lead left at that point is lost.
+TEST(Host, ALayerLeadEndsAtTheFirstSync) {
+  LeadRig r(Time::from_us(100));
+  r.host.sync(r.s, 0, Time::zero());  // issue covered by the lead, then the copy (5 us) and wake-up (5 us)
+  r.host.framework_op();              // 5 us, no lead left
+  const KernelId k = r.host.launch(r.s, busy("k", Time::from_us(1)));  // 3 us
+  r.sim.run();
+  EXPECT_EQ(r.gpu.kernel_times(k).started->ps(), Time::from_us(5 + 5 + 5 + 3).ps() + 1500000);
+}
+
 TEST(Host, CountsWhatItIssues) {
   Simulator sim;
   Gpu gpu(sim, h800());
