@@ -1,6 +1,7 @@
 // `comet` (Comet, MLSys'25; code: bytedance/flux src/moe_ag_scatter = layer0, src/moe_gather_rs
 // = layer1; docs/research/systems.md 5). Fine-grained overlap inside fused kernels:
-//   prologue  routing; count all-gather (NCCL); D2H of the counts + stream sync; host layout
+//   prologue  Megatron's router and the all-gathers of its probabilities and indices, as the
+//             MoE-Hub authors' harness issues them (comet_router.h); D2H of the counts + stream sync; host layout
 //             and tile schedule (own rank first, then ring order); H2D of the plan.
 //   layer0    dispatch + GEMM1: either specialised communication blocks on the first
 //             `comm_blocks` SMs push rows with one-sided stores whose arrival bumps a per-tile
@@ -21,6 +22,7 @@
 #include "gpu/memory_kernel.h"
 #include "systems/comet/comet_functional.h"
 #include "systems/comet/comet_plan.h"
+#include "systems/comet/comet_router.h"
 #include "platform/moe_system.h"
 #include "platform/overlap_common.h"
 #include "platform/remote_memory.h"
@@ -44,9 +46,12 @@ class CometSystem final : public MoeSystem {
     plan_ = std::make_unique<CometPlan>(cluster, p_);
     fn_ = CometFunctional::make(cluster, *plan_);
     const int n = cluster.gpus();
-    counts_ = std::make_unique<StreamCollective>(
-        cluster, "nccl_allgather_counts",
-        StreamCollective::to_every_peer(n, split_experts(cluster.workload()) * kCountBytes));
+    // The harness's two `_all_gather_base` calls (moe_layer.py:703-704): every GPU gets every
+    // GPU's routing, from which flux's splits follow (comet_router.h).
+    gather_probs_ = std::make_unique<StreamCollective>(cluster, "nccl_allgather_probs",
+                                                       StreamCollective::to_every_peer(n, comet_probs_bytes(cluster)));
+    gather_indices_ = std::make_unique<StreamCollective>(cluster, "nccl_allgather_indices",
+                                                         StreamCollective::to_every_peer(n, comet_indices_bytes(cluster)));
     barrier1_ = std::make_unique<StreamCollective>(cluster, "nvshmem_barrier_layer1", StreamCollective::to_every_peer(n, kFlagBytes));
     barrier_end_ = std::make_unique<StreamCollective>(cluster, "nvshmem_barrier_end", StreamCollective::to_every_peer(n, kFlagBytes));
     if (p_.dispatch == CometParams::Dispatch::CopyEngineGets) {
@@ -54,14 +59,6 @@ class CometSystem final : public MoeSystem {
     }
     gpu_.resize(n);
     for (int g = 0; g < n; ++g) start_gpu(g);
-  }
-
-  // The experts of flux's `splits` and the rows of its `scatter_index`: under EP+TP the logical
-  // ones (each rank computes its `ffn_hidden / ffn_tp_size` shard of its EP rank's experts;
-  // bytedance/flux @dc4a0a95 gemm_grouped_v3_ag_scatter.cc, DistEnvTPWithEP); under pure EP
-  // every physical expert (a replica is an expert of its own to it).
-  static uint64_t split_experts(const Workload& w) {
-    return static_cast<uint64_t>(w.tp().tp() > 1 ? w.logical_experts() : w.model().experts());
   }
 
   nlohmann::json stats(Cluster& cluster) override {
@@ -128,9 +125,15 @@ class CometSystem final : public MoeSystem {
     s.split_count.assign(plan_->splits(), 0);
     s.combine_rows_left = pl.partials_expected;
     const int64_t tokens = c.workload().tokens().count(g);
-    k_->launch_routing(g, st, tokens);
+    launch_comet_router(c, *k_, g, st, tokens);
+    comet_all_gather_outputs(c, g);
     const gpu::BlockShape small = k_->memory_shape();
-    c.launch(g, st, Activity::Communication, counts_->kernel(g, small));
+    for (StreamCollective* gather : {gather_probs_.get(), gather_indices_.get()}) {
+      c.host(g).framework_op();  // torch.distributed._all_gather_base
+      c.host(g).nccl_call();
+      c.launch(g, st, Activity::Communication, gather->kernel(g, small));
+    }
+    c.host(g).framework_op();  // moe_layer.py:707 flux_ag_op.forward_multiple_weights
 
     if (p_.dispatch == CometParams::Dispatch::CopyEngineGets) {
       // flux all_gather_all2all: own shard into the symmetric buffer, barrier, then one get per
@@ -167,8 +170,11 @@ class CometSystem final : public MoeSystem {
     if (!pl.experts.empty()) {
       gpu::KernelSpec g1 = gemm1_kernel(g);
       c.launch(g, st, Activity::Polling, std::move(g1));
-      c.launch(g, st, Activity::ExpertCompute, k_->activation(g, pl.rows.size()));
     }
+    c.host(g).framework_op();  // moe_layer.py:717 self.activation_func(outputs[0])
+    if (!pl.experts.empty()) c.launch(g, st, Activity::ExpertCompute, k_->activation(g, pl.rows.size()));
+    c.host(g).framework_op();  // :723 scatter_index.view(-1)
+    c.host(g).framework_op();  // :719 flux_rs_op.forward_gather_rs
     // Layer1 host side: E_l x SPLITS problems, argument arrays to the device, index filter,
     // zeroed output buffer, barrier; then GEMM2 beside the gather-RS blocks.
     c.host(g).work(p_.gather_rs_host_time);
@@ -199,6 +205,7 @@ class CometSystem final : public MoeSystem {
       c_->layer_done(g);
     };
     c.launch(g, st, Activity::Scaling, std::move(sum));
+    c.host(g).framework_op();  // :729 mlp_output.unsqueeze(1)
   }
 
   // A flag reaching its threshold, on the GPU's "flags" timeline track.
@@ -441,7 +448,7 @@ class CometSystem final : public MoeSystem {
   std::unique_ptr<SharedKernels> k_;
   std::unique_ptr<RemoteMemory> remote_;
   std::unique_ptr<CometPlan> plan_;
-  std::unique_ptr<StreamCollective> counts_, barrier1_, barrier_end_, barrier_gets_;
+  std::unique_ptr<StreamCollective> gather_probs_, gather_indices_, barrier1_, barrier_end_, barrier_gets_;
   PerGpu<GpuState> gpu_;
   std::unique_ptr<CometFunctional> fn_;  // does nothing in timing-only runs
 };
