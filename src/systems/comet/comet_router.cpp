@@ -9,8 +9,12 @@ namespace {
 constexpr uint64_t kIndexBytes = 8;   // torch.topk's int64 indices
 constexpr uint64_t kFloatBytes = 4;   // softmax(dtype=torch.float32)
 
+// The router's k picks per token: the logical top-k (under EP+TP the model's top-k counts
+// the T shard rows of each pick, which the router does not see).
+uint64_t router_top_k(const Cluster& c) { return static_cast<uint64_t>(c.workload().logical_model().top_k()); }
+
 uint64_t routed_per_gpu(const Cluster& c) {
-  return static_cast<uint64_t>(c.workload().tokens().max_count()) * static_cast<uint64_t>(c.model().top_k());
+  return static_cast<uint64_t>(c.workload().tokens().max_count()) * router_top_k(c);
 }
 
 }  // namespace
@@ -19,7 +23,7 @@ void launch_comet_router(Cluster& c, const SharedKernels& k, int g, gpu::Stream&
   const ModelShape& m = c.model();
   if (!c.phases(g).routing_start) c.phases(g).routing_start = c.sim().now();
   const uint64_t t = static_cast<uint64_t>(tokens), e = static_cast<uint64_t>(c.workload().logical_experts()),
-                 tk = t * static_cast<uint64_t>(m.top_k()), eb = static_cast<uint64_t>(m.dtype_bytes);
+                 tk = t * router_top_k(c), eb = static_cast<uint64_t>(m.dtype_bytes);
   c.host(g).framework_op();  // moe_layer.py:696 reshape
   // router.py:66 torch.nn.functional.linear(input, self.weight): [T, H] x [H, E] in bf16.
   c.host(g).framework_op();
