@@ -6,6 +6,7 @@
 #include <map>
 
 #include "platform/network_store_port.h"
+#include "systems/deepep/deepep_plan.h"
 #include "systems/system_run.h"
 
 namespace moehub {
@@ -58,6 +59,31 @@ TEST(DeepEp, VerifyPassesWithSkewAndAGpuWithoutExperts) {
   SystemRun r("deepep", {"run.gpus=4", "workload.imbalance_std=0.05", "workload.expert_map=[0,0,0,1,1,2,2,1]"});
   r.run();
   EXPECT_TRUE(r.functional->passed()) << r.functional->report().dump(2);
+}
+
+// EP+TP through Megatron's flex dispatcher (token_dispatcher.py _initialize_metadata): with
+// top-1 routing on 4 GPUs at TP 2, token t reaches exactly the two TP ranks of its expert's EP
+// rank (GPUs 2q and 2q + 1, q = expert / 4 of 8 experts), and each GPU issues two kernels and
+// two framework ops more than at TP 1 (the routing map's and the probs' expansion copies).
+TEST(DeepEp, UnderTpEachTokenReachesEveryTpRankOfItsExpert) {
+  SystemRun tp1("deepep", {"run.gpus=4", "model.top_k=1"}, false);
+  SystemRun tp2("deepep", {"run.gpus=4", "model.top_k=1", "parallel.tp=2"}, false);
+  const DeepEpPlan plan = make_deepep_plan(tp2.workload, 1);
+  const Routing& logical = tp2.workload.logical_routing();
+  std::vector<std::vector<int>> reached(static_cast<size_t>(logical.tokens()));
+  for (int d = 0; d < 4; ++d) {
+    for (int64_t t : plan.recv_token[static_cast<size_t>(d)]) reached[static_cast<size_t>(t)].push_back(d);
+  }
+  for (int64_t t = 0; t < logical.tokens(); ++t) {
+    const int q = logical.expert(t, 0) / 4;
+    EXPECT_EQ(reached[static_cast<size_t>(t)], (std::vector<int>{2 * q, 2 * q + 1})) << "token " << t;
+  }
+  tp1.run();
+  tp2.run();
+  for (int g = 0; g < 4; ++g) {
+    EXPECT_EQ(tp2.cluster->host(g).ops().kernels, tp1.cluster->host(g).ops().kernels + 2) << "GPU " << g;
+    EXPECT_EQ(tp2.cluster->host(g).ops().framework_ops, tp1.cluster->host(g).ops().framework_ops + 2) << "GPU " << g;
+  }
 }
 
 TEST(DeepEp, DispatchAndCombineStayOnTheirSmsWithSendersOnEvenSms) {
