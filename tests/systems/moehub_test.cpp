@@ -14,6 +14,7 @@
 #include "moe/workload.h"
 #include "sim/error.h"
 #include "platform/experiment.h"
+#include "systems/moehub/dispatch_trace.h"
 #include "systems/moehub/hub_fabric.h"
 #include "systems/moehub/moehub_state.h"
 #include "systems/system_registry.h"
@@ -133,6 +134,44 @@ TEST(MoeHubSystems, Gemm1TilesStartBeforeTheLastRowArrives) {
   const auto& first = hub(o)["gemm1_first_tile_us"];
   const auto& last = hub(o)["dispatch_end_us"];
   for (size_t g = 0; g < first.size(); ++g) EXPECT_LT(first[g].get<double>(), last[g].get<double>()) << "GPU " << g;
+}
+
+// Fig. 6's decomposition by hand: one GPU, one region of two M-tiles of 2 rows of 256 B, two
+// N-tile blocks per M-tile. Rows 0-3 (LocalRowIDs 0-3) are issued at 1, 1, 2, 2 us and land at
+// 4 (in two halves, at 3 and 4), 5, 6 and 8 us: producer (3 + 4 + 4 + 6) / 4 = 4.25 us; tile 0
+// is complete at 5, tile 1 at 8: assembly (1 + 0 + 2 + 0) / 4 = 0.75 us. Tile 0's blocks poll:
+// one on its SM since 2 us starts at 5.2 (signal 0.2, SM wait 0), one that got its SM at 7 starts
+// at 7.1 (signal 0.1, SM wait 2); tile 1's are gated, released at 8.5, start at 9 and 10 (signal
+// 0.5 each, SM wait 0.5 and 1.5). Per row: signal (2 x 0.15 + 2 x 0.5) / 4 = 0.325 us, SM wait
+// (2 x 1 + 2 x 1) / 4 = 1 us.
+TEST(DispatchTrace, SplitsARowsLatencyByHand) {
+  DispatchTrace t;
+  t.reset(4, 256, 2, 2, 1);
+  t.add_regions(0, 1, 2);
+  for (uint64_t row = 0; row < 4; ++row) t.issued(row, Time::from_us(row < 2 ? 1 : 2));
+  t.landed(0, 0, 0, 0, 128, Time::from_us(3));
+  t.landed(0, 0, 0, 0, 128, Time::from_us(4));
+  t.landed(0, 0, 1, 1, 256, Time::from_us(5));
+  t.landed(0, 0, 2, 2, 256, Time::from_us(6));
+  t.landed(0, 0, 3, 3, 256, Time::from_us(8));
+  t.all_arrived(0, Time::from_us(8));
+  t.tile_started(0, 0, 0, Time::from_ns(5200), Time::from_us(2));
+  t.tile_started(0, 0, 0, Time::from_ns(7100), Time::from_us(7));
+  t.released(0, 0, 1, Time::from_ns(8500));
+  t.tile_started(0, 0, 1, Time::from_us(9), std::nullopt);
+  t.tile_started(0, 0, 1, Time::from_us(10), std::nullopt);
+  t.polled(Time::from_us(1));
+  t.computed(Time::from_us(3));
+  const nlohmann::json j = t.to_json();
+  EXPECT_EQ(j["rows"].get<uint64_t>(), 4u);
+  EXPECT_DOUBLE_EQ(j["producer_us"].get<double>(), 4.25);
+  EXPECT_DOUBLE_EQ(j["tile_assembly_us"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(j["signal_us"].get<double>(), 0.325);
+  EXPECT_DOUBLE_EQ(j["sm_wait_us"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(j["gemm1_polling_share"].get<double>(), 0.25);
+  EXPECT_EQ(j["rows_in"][0].get<uint64_t>(), 4u);
+  EXPECT_DOUBLE_EQ(j["last_row_landed_us"][0].get<double>(), 8.0);
+  EXPECT_DOUBLE_EQ(j["mean_row_landed_us"][0].get<double>(), 5.75);
 }
 
 TEST(MoeHubSystems, DamVariantsNeverPollWhilePollingVariantsDo) {
