@@ -7,6 +7,9 @@
 #include <vector>
 
 #include "config/config_builder.h"
+#include "gpu/gpu.h"
+#include "gpu/gpu_test_support.h"
+#include "hub/data_availability_manager.h"
 #include "systems/param_catalog.h"
 #include "config/preset_catalog.h"
 #include "hub/rowsp.h"
@@ -134,6 +137,54 @@ TEST(MoeHubSystems, Gemm1TilesStartBeforeTheLastRowArrives) {
   const auto& first = hub(o)["gemm1_first_tile_us"];
   const auto& last = hub(o)["dispatch_end_us"];
   for (size_t g = 0; g < first.size(); ++g) EXPECT_LT(first[g].get<double>(), last[g].get<double>()) << "GPU " << g;
+}
+
+// Dependency-driven dispatch by hand (paper IV-C2): a DAM over four M-tiles of 4 rows of 256 B
+// releases the gated blocks of a one-SM GPU (one block at a time, 10 us each). The tiles fill
+// in the order 2, 0, 3, 1 (one 1024 B ack each, at 2, 3, 4 and 5 us), so the blocks run in that
+// order, not in block order, and the SM never idles while a ready tile waits: tile 2 starts at
+// its Ready (2 us + 2 lookup cycles of 1 ns), each other one when the one before it ends.
+TEST(DependencyDrivenDispatch, TilesReadyOutOfOrderStartInReadinessOrder) {
+  Simulator sim;
+  gpu::GpuConfig cfg = gpu::testing::h800();
+  cfg.sm_count = 1;
+  gpu::Gpu g(sim, cfg);
+  std::vector<uint32_t> order;
+  std::vector<int64_t> starts;
+  gpu::KernelSpec k;
+  k.name = "gemm1";
+  k.blocks = 4;
+  k.shape = {128, 0, 0, 1};
+  k.program = std::make_shared<gpu::FunctionProgram>([&](gpu::BlockState& b) {
+    if (b.step == 0) return gpu::Step::gate();
+    if (b.step == 1) {
+      order.push_back(b.block);
+      starts.push_back(sim.now().ps());
+      return gpu::Step::compute(Time::from_us(10));
+    }
+    return gpu::Step::done();
+  });
+  const gpu::KernelId id = g.create_kernel(std::move(k));
+  DamConfig dc;
+  dc.clock = Frequency::hertz(1000000000);
+  dc.table_entries = 16;
+  dc.counter_bits = 24;
+  dc.global_counter_bits = 40;
+  dc.lookup_cycles = 2;
+  DataAvailabilityManager dam(sim, dc, [&](const DamSignal& s) {
+    if (s.kind == DamSignalKind::Ready) g.release(id, s.group);
+  });
+  constexpr uint64_t kBase = 0x10000, kRow = 256;
+  ASSERT_EQ(dam.add_tiling(ConsumerTiling{kBase, kRow, kRow, 4, 16, 0}), 4u);
+  g.create_stream("experts").launch(id);
+  const std::vector<uint64_t> fill{2, 0, 3, 1};
+  for (size_t i = 0; i < fill.size(); ++i) {
+    sim.schedule_at(Time::from_us(static_cast<int64_t>(2 + i)),
+                    [&dam, tile = fill[i]] { dam.on_write_ack(kBase + tile * 4 * kRow, 4 * kRow); });
+  }
+  sim.run();
+  EXPECT_EQ(order, (std::vector<uint32_t>{2, 0, 3, 1}));
+  EXPECT_EQ(starts, (std::vector<int64_t>{2002000, 12002000, 22002000, 32002000}));
 }
 
 // Fig. 6's decomposition by hand: one GPU, one region of two M-tiles of 2 rows of 256 B, two
