@@ -9,8 +9,10 @@ namespace moehub {
 void launch_megatron_router(Cluster& c, const SharedKernels& k, int g, gpu::Stream& s, int64_t tokens) {
   const ModelShape& m = c.model();
   if (!c.phases(g).routing_start) c.phases(g).routing_start = c.sim().now();
+  // The router scores the E logical experts and picks k of them (replicas and TP shards come
+  // after it).
   const uint64_t t = static_cast<uint64_t>(tokens), e = static_cast<uint64_t>(c.workload().logical_experts()),
-                 tk = t * static_cast<uint64_t>(m.top_k());
+                 tk = t * static_cast<uint64_t>(c.workload().logical_model().top_k());
   constexpr uint64_t kBf16 = 2, kFp32 = 4, kInt32 = 4, kInt64 = 8, kBool = 1;
   // gating: F.linear(input, weight) [T, H] x [H, E] -> logits (BF16).
   c.host(g).framework_op();

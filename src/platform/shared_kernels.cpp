@@ -51,9 +51,13 @@ gpu::KernelSpec SharedKernels::activation(int g, uint64_t rows) const {
 }
 
 gpu::KernelSpec SharedKernels::scaling(int g, uint64_t tokens) const {
+  return scaling(g, tokens, static_cast<uint64_t>(cluster_.model().top_k()));
+}
+
+gpu::KernelSpec SharedKernels::scaling(int g, uint64_t tokens, uint64_t rows_per_token) const {
   const ModelShape& m = cluster_.model();
   return memory(g, "scaling",
-                gpu::memory_bytes::scaling(tokens, static_cast<uint64_t>(m.top_k()), static_cast<uint64_t>(m.hidden),
+                gpu::memory_bytes::scaling(tokens, rows_per_token, static_cast<uint64_t>(m.hidden),
                                            static_cast<uint32_t>(m.dtype_bytes), kWeightBytes));
 }
 

@@ -31,8 +31,10 @@ class SharedKernels {
   // Grouped GEMM2 (rows_e x F by F x H).
   gpu::GemmModel gemm2_model(const std::vector<uint64_t>& rows_per_expert) const;
   gpu::KernelSpec activation(int g, uint64_t rows) const;
-  // Weighted sum of each token's k expert rows.
+  // Weighted sum of each token's k expert rows (k: the model's top-k, or `rows_per_token`
+  // where a system sums another count, e.g. Megatron's k logical rows under EP+TP).
   gpu::KernelSpec scaling(int g, uint64_t tokens) const;
+  gpu::KernelSpec scaling(int g, uint64_t tokens, uint64_t rows_per_token) const;
   // Gather or scatter of `rows` rows (a data shuffle that exists only to order rows).
   gpu::KernelSpec permute(int g, uint64_t rows, std::string name) const;
   // A memory-bound kernel of `bytes`.

@@ -39,14 +39,24 @@ TEST(TpCli, RunsIdealAndMoeHubUnderTp2) {
 
 TEST(TpCli, VerifyReducesShardPartialsToTheReference) {
   for (const char* tp : {"2", "4"}) {
-    const Result v = moehub({"verify", "--tp", tp, "--systems", "ideal,mh-base,mh-pkt,mh-dep,moehub"});
+    const Result v = moehub({"verify", "--tp", tp, "--systems", "ideal,megatron-te,deepep,comet,mh-base,mh-pkt,mh-dep,moehub"});
     EXPECT_EQ(v.status, 0) << v.out << v.err;
     EXPECT_NE(v.out.find(std::string("x TP ") + tp + ")"), std::string::npos) << v.out;
   }
 }
 
+// TP 8 on 8 GPUs: one TP group, no EP all-to-all; Megatron all-gathers and reduce-scatters
+// over all 8 GPUs, DeepEP sends every token to all 8 shards, Comet pushes each row to all 8.
+TEST(TpCli, VerifyPassesWithOneTpGroup) {
+  const Result v = moehub({"verify", "--tp", "8", "--systems", "ideal,megatron-te,deepep,comet"});
+  EXPECT_EQ(v.status, 0) << v.out << v.err;
+  // flux's own layer0 (copy-engine gets of every token shard) under TP as well.
+  const Result f = moehub({"verify", "--tp", "2", "--systems", "comet", "--set", "systems.comet.dispatch=copy_engine_gets"});
+  EXPECT_EQ(f.status, 0) << f.out << f.err;
+}
+
 TEST(TpCli, SystemsWithoutTpRefuseAndBadShapesNameTheKey) {
-  for (const char* s : {"megatron-te", "deepep", "fastermoe", "tutel", "comet", "ccfuser"}) {
+  for (const char* s : {"fastermoe", "tutel", "ccfuser"}) {
     expect_bad_input({"run", "--tp", "2", "--tokens", "256", "--systems", s},
                      std::string("parallel.tp: system '") + s + "' has no EP+TP model yet");
   }

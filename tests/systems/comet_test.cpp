@@ -37,10 +37,27 @@ TEST(Comet, CommunicationBlocksStayOnTheirSms) {
   }
 }
 
-TEST(Comet, OneHostSyncPerGpu) {
+// Written from the MoE-Hub authors' harness (ZSL98/Megatron-LM fd11ea94, moe_layer.py:694-729;
+// docs/systems.md "## comet"). Framework ops: reshape, the router's linear, 2 views, topk,
+// softmax, type_as, view(-1), bincount (9); 2 x torch.empty; 2 x _all_gather_base;
+// forward_multiple_weights; activation; scatter_index.view(-1); forward_gather_rs; unsqueeze:
+// 18. NCCL calls: the 2 all-gathers. Host syncs: bincount's min and max read to the host, and
+// flux's layout sync: 3, each a D2H copy. Router kernels: the gate GEMM, topk, softmax, the
+// cast back and bincount's min, max, zeros and histogram (8).
+TEST(Comet, OpCountsAsTheCodeIssuesThem) {
   for (const char* mode : {"comm_blocks", "copy_engine_gets"}) {
     SystemRun r("comet", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024", std::string("systems.comet.dispatch=") + mode});
-    for (int g = 0; g < r.cluster->gpus(); ++g) EXPECT_EQ(r.count(g, Activity::Synchronisation), 1) << mode;
+    for (int g = 0; g < r.cluster->gpus(); ++g) {
+      EXPECT_EQ(r.count(g, Activity::Synchronisation), 3) << mode;
+      const gpu::HostOps o = r.cluster->host(g).ops();
+      EXPECT_EQ(o.framework_ops, 18u) << mode << " GPU " << g;
+      EXPECT_EQ(o.nccl_calls, 2u) << mode << " GPU " << g;
+      EXPECT_EQ(o.syncs, 3u) << mode << " GPU " << g;
+      EXPECT_EQ(o.d2h_copies, 3u) << mode << " GPU " << g;
+      int router = 0;
+      for (const auto& k : test::kernels(*r.cluster, g)) router += k.name.rfind("comet_router_", 0) == 0 ? 1 : 0;
+      EXPECT_EQ(router, 8) << mode << " GPU " << g;
+    }
   }
 }
 

@@ -86,6 +86,48 @@ TEST(MegatronTe, InferenceRouterHasNoAuxLossOps) {
   EXPECT_EQ(o.framework_ops, 48u - 13u);
 }
 
+// EP+TP (parallel.tp): the shards' partial outputs reduce to the reference layer, with the EP
+// all-to-all (TP 2 on 4 GPUs: EP 2) and without it (TP 4: EP 1).
+TEST(MegatronTe, VerifyPassesUnderTp) {
+  for (const char* tp : {"2", "4"}) {
+    SystemRun r("megatron-te", {"run.gpus=4", "parallel.tp=" + std::string(tp), "workload.imbalance_std=0.05"});
+    r.run();
+    EXPECT_TRUE(r.functional->passed()) << "TP " << tp << " " << r.functional->report().dump(2);
+  }
+}
+
+// The calls Megatron's dispatcher adds under EP+TP (token_dispatcher.py dispatch_postprocess,
+// combine_preprocess): the TP all-gathers of rows and probs, the fp32 cast, the reduce-scatter
+// and the cast back: 3 NCCL calls and kernels, 2 ATen ops. With EP 1 the three EP all-to-alls
+// go (mappings.py _AllToAll returns its input). Every TP rank computes on all rows of its
+// group's experts: the rows routed to them from all 4 GPUs.
+TEST(MegatronTe, OpCountsAndRowsUnderTp) {
+  for (const int tp : {2, 4}) {
+    // 4 GPUs, 8 experts, top-1 routing over 4096 tokens: every expert gets rows.
+    SystemRun r("megatron-te", {"run.gpus=4", "model.experts=8", "model.top_k=1", "run.tokens=4096",
+                                "parallel.tp=" + std::to_string(tp)},
+                false);
+    r.run();
+    const uint64_t local = static_cast<uint64_t>(8 / (4 / tp)), s = std::min<uint64_t>(4, local);
+    const uint64_t a2a = tp == 4 ? 3 : 0;  // the EP all-to-alls that EP 1 leaves out
+    for (int g = 0; g < 4; ++g) {
+      const gpu::HostOps o = r.cluster->host(g).ops();
+      EXPECT_EQ(o.kernels, 39 - a2a + 3 + 2 + 2 * local) << "TP " << tp << " GPU " << g;
+      EXPECT_EQ(o.framework_ops, 48u + 2u);
+      EXPECT_EQ(o.nccl_calls, 4 - a2a + 3);
+      EXPECT_EQ(o.events, 2 + 2 * (1 + 3 * s));
+      EXPECT_EQ(o.syncs, 1u);
+      // The dispatch ends with the all-gather, before the first GEMM; the reduce-scatter
+      // starts after the last.
+      const PhaseMarks& p = r.cluster->phases(g);
+      const auto [first_gemm, last_expert] = r.span(g, Activity::ExpertCompute);
+      ASSERT_TRUE(p.dispatch_end && p.combine_start);
+      EXPECT_GE(first_gemm, *p.dispatch_end);
+      EXPECT_GE(*p.combine_start, last_expert);
+    }
+  }
+}
+
 TEST(MegatronTe, LayerTimeGrowsWithTokens) {
   MOEHUB_SKIP_UNDER_SANITIZERS();
   SystemRun small("megatron-te", {"run.tokens=256"}, false);

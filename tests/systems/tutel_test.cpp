@@ -149,6 +149,34 @@ TEST(Tutel, OverlapDegreeSplitsTheAllToAllsAndExperts) {
   EXPECT_EQ(gemm1, 4);
 }
 
+// Written from microsoft/tutel v0.3.0 (commit 71db950; docs/systems.md "## tutel") for top-2,
+// capacity factor 1, overlap degree 2 (d), one local expert per GPU. Framework ops: reshape,
+// .to (2); gate linear (1); softmax, topk (2); chunk + 2 views (3); 2 one-hots of zeros,
+// unsqueeze, scatter_ (6); 2 x (mul, sum) (4); gshard_loss (9); slot 0: cumsum, mul, sum,
+// .to(int32) (4); slot 1: column sum, cumsum, += base, mul, sum, .to(int32) (6); normalize:
+// 0 + g0, + g1, clamp, 2 divisions (5); [-1], + 1 (2); 2 x .to(int32) (2): 46. Encode: .to,
+// update (4 per slot: 8), cast up, GatingEncoder.apply, zeros, 2 scatters, cast down, view,
+// .to: 17. Overlap: one call per direction (2) and per chunk 5 ops (10). Decode: .to, update
+// (8), cast up, apply, 2 x (empty, gather), 1 add, cast down, 2 views, .to: 20. Total 95.
+// Kernels: gate 1, softmax and topk 2, one-hots 4, gate values 4, loss 7, slot 0 5 (the
+// cumsum op runs 2), slot 1 7, normalize 5, + 1 1, int32 indices 2: 38; encode 2 + 5 = 7;
+// 2 NCCL kernels and 5 compute kernels per chunk (14); decode 2 + 1 + 2 + 1 + 1 = 7: 66.
+TEST(Tutel, OpCountsAsTheCodeIssuesThem) {
+  auto r = run_system("tutel", {"systems.tutel.overlap_degree=2", "systems.tutel.capacity_factor=1.0"});
+  Cluster& c = *r->cluster;
+  ASSERT_EQ(c.model().top_k(), 2);
+  for (int g = 0; g < c.gpus(); ++g) {
+    ASSERT_EQ(c.workload().placement().local_experts(g).size(), 1u);
+    const gpu::HostOps o = c.host(g).ops();
+    EXPECT_EQ(o.framework_ops, 95u) << "GPU " << g;
+    EXPECT_EQ(o.kernels, 66u) << "GPU " << g;
+    EXPECT_EQ(kernels(c, g).size(), 66u) << "GPU " << g;
+    EXPECT_EQ(o.nccl_calls, 4u) << "GPU " << g;
+    EXPECT_EQ(o.syncs, 0u) << "GPU " << g;
+    EXPECT_EQ(o.d2h_copies, 0u) << "GPU " << g;
+  }
+}
+
 // Padding: with capacity factor 4 every expert multiplies 8 x 2 * int(4 * 4) = 256 rows (two
 // 128-row tiles) where the exact counts are about 64 (one tile): more GEMM1 tiles and time.
 TEST(Tutel, CapacityPaddingCostsGemmTilesAndTime) {

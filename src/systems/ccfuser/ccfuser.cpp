@@ -2,7 +2,8 @@
 // Expert GEMM thread blocks pull their rows straight from peer memory:
 //   prologue  FastMoE's gate and count path (platform/fastmoe_ops: NaiveGate with its blocking
 //             `.cuda()`, expert_count); counts all-gather (NCCL); `.item()`, assign_pos,
-//             `.item()`, `.cpu()` (four host syncs with the gate's); host block planning (64-row blocks,
+//             `.cpu()` (three host syncs with the gate's); select_popular_expert's and
+//             divide_into_block's CPU torch ops, host block planning (64-row blocks,
 //             local/remote interleave) and 7 small H2D copies of the plan tensors;
 //             local_scatter into the symmetric buffer; zeroed buffers; barrier.
 //   GEMM1     moe_first_mm: thread blocks fetch remote 64-row blocks through the load path
@@ -18,6 +19,7 @@
 //   epilogue  barrier (every result landed), local_gather, weighting with the gate scores.
 // docs/systems.md "## ccfuser" lists every constant and its source.
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <memory>
 #include <unordered_map>
@@ -26,7 +28,6 @@
 #include "systems/ccfuser/ccfuser_functional.h"
 #include "systems/ccfuser/ccfuser_plan.h"
 #include "platform/fastmoe_ops.h"
-#include "platform/framework_calls.h"
 #include "platform/moe_system.h"
 #include "platform/overlap_common.h"
 #include "platform/remote_memory.h"
@@ -84,7 +85,9 @@ class CcfuserSystem final : public MoeSystem {
   static constexpr uint64_t kCountBytes = 8;  // int64 expert counts (FastMoE count_by_gate)
   static constexpr uint64_t kFlagBytes = 8;
   static constexpr uint64_t kIndexBytes = 8;  // int64 pos / plan entries
-  static constexpr int kHostSyncs = 4;        // the gate's .cuda(), .item(), .item(), .cpu() (research/systems.md 6.1 step 3)
+  static constexpr int kHostSyncs = 3;        // the gate's .cuda(), .item(), .cpu() (functions.py:101, 105)
+  // MixMOETransformerMLP's popular_expert_num (WongHuLin/CCFuser 3e1990e mix_moe/transformer.py:449).
+  static constexpr int64_t kPopularExperts = 3;
 
   struct Cursor {
     int64_t item = -1;
@@ -125,13 +128,36 @@ class CcfuserSystem final : public MoeSystem {
     const gpu::BlockShape small = k_->memory_shape();
     c.launch(g, st, Activity::Communication, counts_->kernel(g, small));
     launch_fastmoe_positions(c, *k_, g, st, tokens);
-    blocking_copy_op(c, g, st, kCountBytes, false);  // .item() of the local total
-    // reshape, then .cpu() of all counts and the host's block planning.
+    // reshape, then .cpu() of all counts (functions.py:104-105) and the host's block planning.
     c.host(g).framework_op();
     c.host(g).framework_op();
     const uint64_t all_counts = static_cast<uint64_t>(c.gpus()) * static_cast<uint64_t>(c.model().experts()) * kCountBytes;
     const Time plan_time = p_.host_plan_base + p_.host_plan_per_block * static_cast<int64_t>(pl.blocks.size());
     c.host_sync(g, st, all_counts, plan_time, [this, g] { after_plan(g); });
+  }
+
+  // Torch ops on the CPU counts before the plan tensors are built (mix_moe/transformer.py,
+  // 3e1990e): select_popular_expert's sum, topk, tolist (:366-368); divide_into_block's cumsum,
+  // zeros, cat, tensor, index_select, tolist (:156-159), the popular rows' index and the
+  // indices' tolist (:162-163), per popular expert its row count's index, // and % 64 with its
+  // != 0 (:165-170) and, when that is not 0, % 64, * 64 and + (:171), then the index_put,
+  // tensor, index_select, tolist (:174-176). Popular experts: the most loaded by all ranks'
+  // counts (torch.topk; ties to the lower index here).
+  int64_t cpu_plan_ops(int g) const {
+    const Workload& w = c_->workload();
+    const int64_t experts = c_->model().experts();
+    std::vector<std::pair<int64_t, int64_t>> load;  // (-count, expert)
+    for (int64_t e = 0; e < experts; ++e) {
+      int64_t n = 0;
+      for (int src = 0; src < c_->gpus(); ++src) n += w.plan().rows_to_expert(src, e);
+      load.emplace_back(-n, e);
+    }
+    std::sort(load.begin(), load.end());
+    int64_t ops = 3 + 8 + 4;
+    for (int64_t i = 0; i < std::min(kPopularExperts, experts); ++i) {
+      ops += 4 + (w.plan().rows_to_expert(g, load[static_cast<size_t>(i)].second) % p_.block_rows != 0 ? 3 : 0);
+    }
+    return ops;
   }
 
   void after_plan(int g) {
@@ -140,6 +166,7 @@ class CcfuserSystem final : public MoeSystem {
     gpu::Stream& st = c.stream(g);
     const Workload& w = c.workload();
     const uint64_t br = static_cast<uint64_t>(p_.block_rows);
+    for (int64_t i = 0; i < cpu_plan_ops(g); ++i) c.host(g).framework_op();
     for (int64_t i = 0; i < p_.plan_tensors; ++i) {
       host_to_device_copy(c, g, st, fmt::format("H2D plan tensor {}", i), pl.blocks.size() * kIndexBytes);
     }

@@ -1,6 +1,7 @@
 // `comet` (Comet, MLSys'25; code: bytedance/flux src/moe_ag_scatter = layer0, src/moe_gather_rs
 // = layer1; docs/research/systems.md 5). Fine-grained overlap inside fused kernels:
-//   prologue  routing; count all-gather (NCCL); D2H of the counts + stream sync; host layout
+//   prologue  Megatron's router and the all-gathers of its probabilities and indices, as the
+//             MoE-Hub authors' harness issues them (comet_router.h); D2H of the counts + stream sync; host layout
 //             and tile schedule (own rank first, then ring order); H2D of the plan.
 //   layer0    dispatch + GEMM1: either specialised communication blocks on the first
 //             `comm_blocks` SMs push rows with one-sided stores whose arrival bumps a per-tile
@@ -21,6 +22,7 @@
 #include "gpu/memory_kernel.h"
 #include "systems/comet/comet_functional.h"
 #include "systems/comet/comet_plan.h"
+#include "systems/comet/comet_router.h"
 #include "platform/moe_system.h"
 #include "platform/overlap_common.h"
 #include "platform/remote_memory.h"
@@ -44,9 +46,12 @@ class CometSystem final : public MoeSystem {
     plan_ = std::make_unique<CometPlan>(cluster, p_);
     fn_ = CometFunctional::make(cluster, *plan_);
     const int n = cluster.gpus();
-    counts_ = std::make_unique<StreamCollective>(
-        cluster, "nccl_allgather_counts",
-        StreamCollective::to_every_peer(n, static_cast<uint64_t>(cluster.model().experts()) * kCountBytes));
+    // The harness's two `_all_gather_base` calls (moe_layer.py:703-704): every GPU gets every
+    // GPU's routing, from which flux's splits follow (comet_router.h).
+    gather_probs_ = std::make_unique<StreamCollective>(cluster, "nccl_allgather_probs",
+                                                       StreamCollective::to_every_peer(n, comet_probs_bytes(cluster)));
+    gather_indices_ = std::make_unique<StreamCollective>(cluster, "nccl_allgather_indices",
+                                                         StreamCollective::to_every_peer(n, comet_indices_bytes(cluster)));
     barrier1_ = std::make_unique<StreamCollective>(cluster, "nvshmem_barrier_layer1", StreamCollective::to_every_peer(n, kFlagBytes));
     barrier_end_ = std::make_unique<StreamCollective>(cluster, "nvshmem_barrier_end", StreamCollective::to_every_peer(n, kFlagBytes));
     if (p_.dispatch == CometParams::Dispatch::CopyEngineGets) {
@@ -120,9 +125,15 @@ class CometSystem final : public MoeSystem {
     s.split_count.assign(plan_->splits(), 0);
     s.combine_rows_left = pl.partials_expected;
     const int64_t tokens = c.workload().tokens().count(g);
-    k_->launch_routing(g, st, tokens);
+    launch_comet_router(c, *k_, g, st, tokens);
+    comet_all_gather_outputs(c, g);
     const gpu::BlockShape small = k_->memory_shape();
-    c.launch(g, st, Activity::Communication, counts_->kernel(g, small));
+    for (StreamCollective* gather : {gather_probs_.get(), gather_indices_.get()}) {
+      c.host(g).framework_op();  // torch.distributed._all_gather_base
+      c.host(g).nccl_call();
+      c.launch(g, st, Activity::Communication, gather->kernel(g, small));
+    }
+    c.host(g).framework_op();  // moe_layer.py:707 flux_ag_op.forward_multiple_weights
 
     if (p_.dispatch == CometParams::Dispatch::CopyEngineGets) {
       // flux all_gather_all2all: own shard into the symmetric buffer, barrier, then one get per
@@ -135,7 +146,7 @@ class CometSystem final : public MoeSystem {
         gpu_[g].comm->callback([this, g] { start_gets(g); });
       });
       // calc_gather_index + ag_scatter_sort: index kernels over every routed row.
-      const uint64_t index_bytes = static_cast<uint64_t>(c.workload().routing().rows()) * 4 * 2;
+      const uint64_t index_bytes = static_cast<uint64_t>(c.workload().logical_routing().rows()) * 4 * 2;
       c.launch(g, st, Activity::DataShuffle, k_->memory(g, "calc_gather_index", index_bytes));
       c.launch(g, st, Activity::DataShuffle, k_->memory(g, "ag_scatter_sort", index_bytes));
     }
@@ -159,15 +170,18 @@ class CometSystem final : public MoeSystem {
     if (!pl.experts.empty()) {
       gpu::KernelSpec g1 = gemm1_kernel(g);
       c.launch(g, st, Activity::Polling, std::move(g1));
-      c.launch(g, st, Activity::ExpertCompute, k_->activation(g, pl.rows.size()));
     }
+    c.host(g).framework_op();  // moe_layer.py:717 self.activation_func(outputs[0])
+    if (!pl.experts.empty()) c.launch(g, st, Activity::ExpertCompute, k_->activation(g, pl.rows.size()));
+    c.host(g).framework_op();  // :723 scatter_index.view(-1)
+    c.host(g).framework_op();  // :719 flux_rs_op.forward_gather_rs
     // Layer1 host side: E_l x SPLITS problems, argument arrays to the device, index filter,
     // zeroed output buffer, barrier; then GEMM2 beside the gather-RS blocks.
     c.host(g).work(p_.gather_rs_host_time);
     const uint64_t args = static_cast<uint64_t>(pl.experts.size()) * static_cast<uint64_t>(p_.column_splits) * kProblemBytes;
     host_to_device_copy(c, g, st, "H2D gather_rs problems", args);
     host_to_device_copy(c, g, st, "H2D gather_rs pointers", args);
-    const uint64_t routed = static_cast<uint64_t>(c.workload().routing().rows());
+    const uint64_t routed = static_cast<uint64_t>(c.workload().logical_routing().rows());
     c.launch(g, st, Activity::DataShuffle, k_->memory(g, "ep_index_filter", routed * 4 * 2));
     const uint64_t out_bytes = static_cast<uint64_t>(c.gpus()) * static_cast<uint64_t>(c.workload().tokens().count(g)) *
                                c.model().row_bytes();
@@ -191,6 +205,7 @@ class CometSystem final : public MoeSystem {
       c_->layer_done(g);
     };
     c.launch(g, st, Activity::Scaling, std::move(sum));
+    c.host(g).framework_op();  // :729 mlp_output.unsqueeze(1)
   }
 
   // A flag reaching its threshold, on the GPU's "flags" timeline track.
@@ -433,7 +448,7 @@ class CometSystem final : public MoeSystem {
   std::unique_ptr<SharedKernels> k_;
   std::unique_ptr<RemoteMemory> remote_;
   std::unique_ptr<CometPlan> plan_;
-  std::unique_ptr<StreamCollective> counts_, barrier1_, barrier_end_, barrier_gets_;
+  std::unique_ptr<StreamCollective> gather_probs_, gather_indices_, barrier1_, barrier_end_, barrier_gets_;
   PerGpu<GpuState> gpu_;
   std::unique_ptr<CometFunctional> fn_;  // does nothing in timing-only runs
 };
@@ -444,7 +459,8 @@ SystemEntry comet_system_entry() {
   return SystemEntry{"comet", "Comet (MLSys'25): tile-level overlap in fused kernels with communication blocks and flag polling",
                      CometParams::declare,
                      [](const Config& c) -> std::unique_ptr<MoeSystem> { return std::make_unique<CometSystem>(CometParams::from(c)); },
-                     240};
+                     240,
+                     true};
 }
 
 }  // namespace moehub

@@ -211,6 +211,15 @@ class DeepEpSystem final : public MoeSystem {
     gpu::Stream& comm = *gpus_[g].comm;
     fn_->input(g);
     launch_megatron_router(c, *k_, g, s, static_cast<int64_t>(t));
+    if (w.tp().tp() > 1) {
+      // EP+TP: _initialize_metadata expands the [T, E] routing map and probs over the TP group
+      // to [T, TP x EP, E_l], so that DeepEP dispatches to TP x E shard experts with k x TP
+      // picks (NVIDIA/Megatron-LM @d98e8a64 token_dispatcher.py L1836-1842, L1893-1920); the
+      // reshape of each expanded view is a copy. Every shape below is the shards'.
+      const uint64_t logical = static_cast<uint64_t>(w.logical_experts()), tp = static_cast<uint64_t>(w.tp().tp());
+      op(g, s, Activity::DataShuffle, k_->memory(g, "flex_expand_routing_map", t * logical * mp::kMaskBytes * (1 + tp)));
+      op(g, s, Activity::DataShuffle, k_->memory(g, "flex_expand_probs", t * logical * mp::kProbBytes * (1 + tp)));
+    }
     // _DeepepManager.setup_metadata: torch.topk over the dense [T, E] probs.
     op(g, s, Activity::DataShuffle, k_->memory(g, "flex_topk_metadata", t * e * mp::kProbBytes + t * k * (mp::kLongBytes + mp::kProbBytes)));
 
@@ -390,7 +399,8 @@ SystemEntry deepep_system_entry() {
                      [](const Config& c) -> std::unique_ptr<MoeSystem> {
                        return std::make_unique<DeepEpSystem>(DeepEpParams::from(c));
                      },
-                     112};
+                     112,
+                     true};
 }
 
 }  // namespace moehub

@@ -69,7 +69,7 @@ class MegatronTeSystem final : public MoeSystem {
     PerPair<uint64_t> rows(n), probs(n);
     for (int s = 0; s < n; ++s) {
       for (int d = 0; d < n; ++d) {
-        const uint64_t r = static_cast<uint64_t>(w.plan().rows(s, d));
+        const uint64_t r = static_cast<uint64_t>(layouts_[s].send_rows[d]);
         rows(s, d) = r * row_bytes;
         probs(s, d) = r * mp::kProbBytes;
       }
@@ -81,18 +81,53 @@ class MegatronTeSystem final : public MoeSystem {
       for (uint32_t i = 0; i < p_.te_gemm_streams; ++i) side.push_back(&gp.create_stream(fmt::format("te_gemm_{}", i)));
       te_streams_.push_back(std::move(side));
     }
-    counts_ = std::make_unique<RingAllGather>(cluster, static_cast<uint64_t>(w.model().experts()) * mp::kLongBytes,
+    counts_ = std::make_unique<RingAllGather>(cluster, static_cast<uint64_t>(megatron_routing(w).experts()) * mp::kLongBytes,
                                               [this](int g) { c_->gpu(g).signal_add(counts_done_[g], 1); });
-    dispatch_ = std::make_unique<NcclGroupCall>(cluster, "a2a_dispatch_rows", rows, p_.nccl);
-    dispatch_->set_hooks(nullptr, [this](int s, int d) { fn_->dispatch_landed(s, d); });
-    probs_ = std::make_unique<NcclGroupCall>(cluster, "a2a_dispatch_probs", probs, p_.nccl);
-    probs_->set_hooks(nullptr, [this](int s, int d) { fn_->probs_landed(s, d); });
-    combine_ = std::make_unique<NcclGroupCall>(cluster, "a2a_combine_rows", rows.transposed(), p_.nccl);
-    combine_->set_hooks(nullptr, [this](int s, int d) { fn_->combine_landed(s, d); });
+    // Under EP+TP an EP group of one rank (TP = N) has no all-to-all: Megatron's all_to_all
+    // returns its input (mappings.py L433-436). (Pure EP on one GPU keeps its self copy.)
+    if (has_ep_all_to_all(w)) {
+      dispatch_ = std::make_unique<NcclGroupCall>(cluster, "a2a_dispatch_rows", rows, p_.nccl);
+      dispatch_->set_hooks(nullptr, [this](int s, int d) { fn_->dispatch_landed(s, d); });
+      probs_ = std::make_unique<NcclGroupCall>(cluster, "a2a_dispatch_probs", probs, p_.nccl);
+      probs_->set_hooks(nullptr, [this](int s, int d) { fn_->probs_landed(s, d); });
+      combine_ = std::make_unique<NcclGroupCall>(cluster, "a2a_combine_rows", rows.transposed(), p_.nccl);
+      combine_->set_hooks(nullptr, [this](int s, int d) { fn_->combine_landed(s, d); });
+    }
+    if (w.tp().tp() > 1) make_tp_collectives(cluster);
     for (int g = 0; g < n; ++g) issue_until_sync(g);
   }
 
  private:
+  static bool has_ep_all_to_all(const Workload& w) { return w.tp().ep() > 1 || w.tp().tp() == 1; }
+
+  // EP+TP: the TP group's all-gather-v of the received rows and probs and the reduce-scatter-v
+  // of the partial outputs (token_dispatcher.py L741-751, L824-834). With uneven splits
+  // PyTorch runs each as a coalesced group of T broadcasts / reduces, one per TP rank as root
+  // (c10d ProcessGroupNCCL::allgather and ::reduce_scatter, their !same_size branch). Modelled
+  // as one NCCL group call in which each root sends its block straight to every peer over the
+  // NVSwitch (the ring broadcast's forwarding is left out: at balance each GPU sends and
+  // receives T - 1 blocks either way); the root's own block is its local copy. The
+  // reduce-scatter moves fp32 partials (hidden_states.to(probs.dtype)).
+  void make_tp_collectives(Cluster& cluster) {
+    const int n = cluster.gpus();
+    const uint64_t row_bytes = static_cast<uint64_t>(cluster.model().row_bytes());
+    const uint64_t fp32_row = static_cast<uint64_t>(cluster.model().hidden) * mp::kProbBytes;
+    PerPair<uint64_t> gather(n), gather_probs(n), reduce(n);
+    for (int s = 0; s < n; ++s) {
+      const uint64_t block = static_cast<uint64_t>(layouts_[s].recv_total);
+      for (int d : layouts_[s].tp_group) {
+        gather(s, d) = block * row_bytes;
+        gather_probs(s, d) = block * mp::kProbBytes;
+        if (d != s) reduce(s, d) = static_cast<uint64_t>(layouts_[d].recv_total) * fp32_row;
+      }
+    }
+    gather_ = std::make_unique<NcclGroupCall>(cluster, "ag_tp_rows", gather, p_.nccl);
+    gather_->set_hooks(nullptr, [this](int s, int d) { fn_->gather_landed(s, d); });
+    gather_probs_ = std::make_unique<NcclGroupCall>(cluster, "ag_tp_probs", gather_probs, p_.nccl);
+    gather_probs_->set_hooks(nullptr, [this](int s, int d) { fn_->gather_probs_landed(s, d); });
+    reduce_ = std::make_unique<NcclGroupCall>(cluster, "rs_tp_rows", reduce, p_.nccl);
+  }
+
   // A PyTorch op on the compute stream: Python/ATen dispatch on the host, then the launch.
   void op(int g, Activity what, gpu::KernelSpec spec) { c_->op(g, c_->stream(g), what, std::move(spec)); }
   // The count all-gather's NCCL call (the all-to-alls are all_to_all below).
@@ -100,11 +135,12 @@ class MegatronTeSystem final : public MoeSystem {
     c_->host(g).nccl_call();
     c_->launch(g, c_->stream(g), Activity::Communication, nccl_kernel(std::move(name), p_.nccl, std::move(join), done));
   }
-  // An all_to_all_single: its group call's host cost, then its kernel; `done(start, end)` with
-  // the times this rank's kernel was up and ended (its end is seen at the CTA's next poll of
-  // its flag). A rank with nothing to send or receive launches nothing (NCCL's group has no
-  // work for it): its part begins and ends when its stream reaches the call.
-  void all_to_all(int g, NcclGroupCall& call, std::function<void(Time, Time)> done) {
+  // An all_to_all_single (or the TP group's all-gather / reduce-scatter): its group call's host
+  // cost, then its kernel; `done(start, end)` with the times this rank's kernel was up and
+  // ended (its end is seen at the CTA's next poll of its flag). A rank with nothing to send or
+  // receive launches nothing (NCCL's group has no work for it): its part begins and ends when
+  // its stream reaches the call.
+  void group_call(int g, NcclGroupCall& call, std::function<void(Time, Time)> done) {
     c_->host(g).nccl_call();
     if (!call.participates(g)) {
       c_->host(g).call([this, g, done = std::move(done)]() mutable {
@@ -150,11 +186,13 @@ class MegatronTeSystem final : public MoeSystem {
   void issue_until_sync(int g) {
     Cluster& c = *c_;
     const Workload& w = c.workload();
+    const Routing& r = megatron_routing(w);  // E logical experts under EP+TP
     const uint64_t t = static_cast<uint64_t>(w.tokens().count(g));
-    const uint64_t e = static_cast<uint64_t>(w.model().experts());
+    const uint64_t e = static_cast<uint64_t>(r.experts());
     const uint64_t n = static_cast<uint64_t>(c.gpus());
+    const uint64_t ep = static_cast<uint64_t>(w.tp().ep()), tp = static_cast<uint64_t>(w.tp().tp());
     const uint64_t el = static_cast<uint64_t>(w.placement().local_experts(g).size());
-    const uint64_t k = static_cast<uint64_t>(w.model().top_k());
+    const uint64_t k = static_cast<uint64_t>(r.top_k());
     gpu::Stream& s = c.stream(g);
     fn_->input(g);
     launch_megatron_router(c, *k_, g, s, static_cast<int64_t>(t));
@@ -170,10 +208,11 @@ class MegatronTeSystem final : public MoeSystem {
     c.host(g).framework_op();  // cuda_dtoh_stream.wait_stream(current stream)
     c.host(g).record(s, counts_ready);
     c.host(g).wait(dtoh, counts_ready);
-    // tokens_per_expert, input_splits, output_splits, output_splits_tp, num_out_tokens,
-    // num_global_tokens_per_local_expert (_maybe_dtoh_and_synchronize).
-    const std::vector<uint64_t> copies{el * mp::kLongBytes, n * mp::kLongBytes, n * mp::kLongBytes,
-                                       n * mp::kLongBytes,  mp::kLongBytes,     n * el * mp::kLongBytes};
+    // tokens_per_expert [E_l], input_splits [EP], output_splits [EP], output_splits_tp [TP],
+    // num_out_tokens, num_global_tokens_per_local_expert [TP x EP, E_l]
+    // (_maybe_dtoh_and_synchronize; token_dispatcher.py L568-592).
+    const std::vector<uint64_t> copies{el * mp::kLongBytes, ep * mp::kLongBytes, ep * mp::kLongBytes,
+                                       tp * mp::kLongBytes, mp::kLongBytes,      n * el * mp::kLongBytes};
     for (size_t i = 0; i + 1 < copies.size(); ++i) {
       c.host(g).framework_op();  // tensor.to("cpu", non_blocking=True)
       c.host(g).copy(dtoh, "D2H split sizes", copies[i], true);
@@ -195,47 +234,102 @@ class MegatronTeSystem final : public MoeSystem {
 
   // Steps 7-13.
   void issue_after_sync(int g) {
-    Cluster& c = *c_;
-    const Workload& w = c.workload();
-    const MegatronLayout& l = layouts_[g];
+    issue_dispatch(g);
+    issue_experts(g);
+    issue_combine(g);
+  }
+
+  // Steps 7-9: the EP all-to-alls of rows and probs, under EP+TP the TP all-gathers of both
+  // (dispatch_postprocess), then sort_chunks_by_idxs. The dispatch phase ends when the rows are
+  // at the experts: after the all-gather under EP+TP.
+  void issue_dispatch(int g) {
+    const Workload& w = c_->workload();
     const uint64_t row_bytes = static_cast<uint64_t>(w.model().row_bytes());
-    const uint64_t in = static_cast<uint64_t>(l.recv_total);
-    all_to_all(g, *dispatch_, [this, g](Time start, Time end) {
-      c_->phases(g).dispatch_start = start;
-      c_->phases(g).dispatch_end = end;
-    });
-    all_to_all(g, *probs_, [](Time, Time) {});
+    const uint64_t in = static_cast<uint64_t>(layouts_[g].gather_total);
+    const bool tp = gather_ != nullptr;
+    if (dispatch_) {
+      group_call(g, *dispatch_, [this, g, tp](Time start, Time end) {
+        c_->phases(g).dispatch_start = start;
+        if (!tp) c_->phases(g).dispatch_end = end;
+      });
+      group_call(g, *probs_, [](Time, Time) {});
+    } else {  // the all-to-all's output is its input
+      c_->host(g).call([this, g] {
+        c_->stream(g).callback([this, g] {
+          fn_->dispatch_landed(g, g);
+          fn_->probs_landed(g, g);
+        });
+      });
+    }
+    if (tp) {
+      group_call(g, *gather_, [this, g](Time start, Time end) {
+        if (!c_->phases(g).dispatch_start) c_->phases(g).dispatch_start = start;
+        c_->phases(g).dispatch_end = end;
+      });
+      group_call(g, *gather_probs_, [](Time, Time) {});
+    }
     gpu::KernelSpec sort_rows = k_->memory(g, "sort_chunks_rows", 2 * in * row_bytes);
     sort_rows.on_done = [this, g] { fn_->sort(g); };
     op(g, Activity::DataShuffle, std::move(sort_rows));
     gpu::KernelSpec sort_probs = k_->memory(g, "sort_chunks_probs", 2 * in * mp::kProbBytes);
     sort_probs.on_done = [this, g] { fn_->sort_probs(g); };
     op(g, Activity::DataShuffle, std::move(sort_probs));
-    if (!l.expert_rows.empty()) {  // an explicit expert map may leave a GPU without experts
-      grouped_linear(g, true);
-      c.host(g).call([this, g] {
-        c_->stream(g).callback([this, g] {
-          c_->phases(g).gemm1_end = c_->sim().now();
-          fn_->gemm1(g);
-        });
+  }
+
+  // Step 10: TE's GroupedLinear fc1, the weighted activation, fc2 (under EP+TP on the shard:
+  // F / T columns of fc1, rows of fc2; experts.py TEGroupedMLP, transformer_engine.py L2459-2472).
+  void issue_experts(int g) {
+    const MegatronLayout& l = layouts_[g];
+    if (l.expert_rows.empty()) return;  // an explicit expert map may leave a GPU without experts
+    Cluster& c = *c_;
+    grouped_linear(g, true);
+    c.host(g).call([this, g] {
+      c_->stream(g).callback([this, g] {
+        c_->phases(g).gemm1_end = c_->sim().now();
+        fn_->gemm1(g);
       });
-      gpu::KernelSpec act = k_->activation(g, in);
-      act.on_done = [this, g] { fn_->activation(g); };
-      op(g, Activity::ExpertCompute, std::move(act));
-      grouped_linear(g, false);
-      c.host(g).call([this, g] { c_->stream(g).callback([this, g] { fn_->gemm2(g); }); });
-    }
-    gpu::KernelSpec unsort = k_->memory(g, "unsort_chunks_rows", 2 * in * row_bytes);
+    });
+    gpu::KernelSpec act = k_->activation(g, static_cast<uint64_t>(l.gather_total));
+    act.on_done = [this, g] { fn_->activation(g); };
+    op(g, Activity::ExpertCompute, std::move(act));
+    grouped_linear(g, false);
+    c.host(g).call([this, g] { c_->stream(g).callback([this, g] { fn_->gemm2(g); }); });
+  }
+
+  // Steps 11-13: unsort; under EP+TP the reduce-scatter of the partial outputs in the probs'
+  // dtype (combine_preprocess: a cast to fp32, the reduce-scatter-v, the cast back); the combine
+  // all-to-all; unpermute.
+  void issue_combine(int g) {
+    const Workload& w = c_->workload();
+    const MegatronLayout& l = layouts_[g];
+    const uint64_t row_bytes = static_cast<uint64_t>(w.model().row_bytes());
+    const uint64_t h = static_cast<uint64_t>(w.model().hidden), dtype = static_cast<uint64_t>(w.model().dtype_bytes);
+    gpu::KernelSpec unsort = k_->memory(g, "unsort_chunks_rows", 2 * static_cast<uint64_t>(l.gather_total) * row_bytes);
     unsort.on_done = [this, g] { fn_->unsort(g); };
     op(g, Activity::DataShuffle, std::move(unsort));
-    all_to_all(g, *combine_, [this, g](Time start, Time end) {
-      c_->phases(g).combine_start = start;
-      c_->phases(g).combine_end = end;
-    });
+    if (reduce_) {
+      const uint64_t all = static_cast<uint64_t>(l.gather_total) * h, mine = static_cast<uint64_t>(l.recv_total) * h;
+      op(g, Activity::DataShuffle, k_->memory(g, "tp_to_fp32", all * (dtype + mp::kProbBytes)));
+      group_call(g, *reduce_, [this, g](Time start, Time end) {
+        c_->phases(g).combine_start = start;
+        fn_->reduce_scattered(g);
+        if (!combine_) {
+          c_->phases(g).combine_end = end;
+          fn_->combine_landed(g, g);  // no combine all-to-all: its output is its input
+        }
+      });
+      op(g, Activity::DataShuffle, k_->memory(g, "tp_to_bf16", mine * (mp::kProbBytes + dtype)));
+    }
+    if (combine_) {
+      group_call(g, *combine_, [this, g](Time start, Time end) {
+        if (!c_->phases(g).combine_start) c_->phases(g).combine_start = start;
+        c_->phases(g).combine_end = end;
+      });
+    }
     // unpermute: torch.zeros(restore_shape), then scatter_add_ of the k rows of every token.
     const uint64_t t = static_cast<uint64_t>(w.tokens().count(g));
     op(g, Activity::DataShuffle, k_->memory(g, "unpermute_zeros", t * row_bytes));
-    gpu::KernelSpec sum = k_->scaling(g, t);
+    gpu::KernelSpec sum = k_->scaling(g, t, static_cast<uint64_t>(megatron_routing(w).top_k()));
     sum.name = "unpermute_scatter_add";
     sum.on_done = [this, g] {
       fn_->unpermute(g);
@@ -252,7 +346,8 @@ class MegatronTeSystem final : public MoeSystem {
   PerGpu<gpu::SignalId> counts_done_;
   PerGpu<std::vector<gpu::Stream*>> te_streams_;  // TE's GEMM compute streams
   std::unique_ptr<RingAllGather> counts_;
-  std::unique_ptr<NcclGroupCall> dispatch_, probs_, combine_;
+  std::unique_ptr<NcclGroupCall> dispatch_, probs_, combine_;  // null without an EP all-to-all
+  std::unique_ptr<NcclGroupCall> gather_, gather_probs_, reduce_;  // EP+TP only
 };
 
 }  // namespace
@@ -265,7 +360,8 @@ SystemEntry megatron_te_system_entry() {
                      [](const Config& c) -> std::unique_ptr<MoeSystem> {
                        return std::make_unique<MegatronTeSystem>(MegatronParams::from(c));
                      },
-                     54};
+                     54,
+                     true};
 }
 
 }  // namespace moehub

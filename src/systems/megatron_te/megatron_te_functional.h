@@ -21,12 +21,15 @@ class MegatronTeFunctional {
   virtual void permute1(int) {}      // permutation 1: rows and probs to perm order
   virtual void dispatch_landed(int, int) {}  // (src, dst) of the rows' all-to-all
   virtual void probs_landed(int, int) {}     // (src, dst) of the probs' all-to-all
+  virtual void gather_landed(int, int) {}    // (src, dst) of the TP all-gather of the rows (EP+TP)
+  virtual void gather_probs_landed(int, int) {}  // ... and of the probs
   virtual void sort(int) {}          // sort_chunks_by_idxs of the rows
   virtual void sort_probs(int) {}    // ... and of the probs
   virtual void gemm1(int) {}         // TE's grouped fc1 (and the activation's input)
   virtual void activation(int) {}    // the weighted activation
   virtual void gemm2(int) {}         // TE's grouped fc2
   virtual void unsort(int) {}        // unsort_chunks back to source-major
+  virtual void reduce_scattered(int) {}  // g's part of the TP reduce-scatter has landed (EP+TP)
   virtual void combine_landed(int, int) {}  // (expert side, token side) of the combine all-to-all
   virtual void unpermute(int) {}     // unpermute: each token's k rows summed into its output
 };

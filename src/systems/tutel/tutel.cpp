@@ -1,12 +1,13 @@
-// `tutel` (docs/research/systems.md 3; microsoft/tutel tutel/impls/moe_layer.py MOELayer.forward,
-// fast_dispatch.py, overlap.py, communicate.py): capacity-based static buffers and a pipelined
-// all-to-all. Per GPU: routing; extract_critical (one-hot, gate value, cumsum locations per
-// top-k slot); the capacity from host arithmetic (no sync when capacity_factor > 0); encode
-// (zero the [E, capacity, H] buffer, one scatter kernel per slot; rows past capacity dropped);
-// the capacity dimension split into `overlap_degree` chunks: Tutel's NCCL stream sends chunk i
-// to every GPU (equal splits, padding included) while the compute stream runs, per chunk,
-// pre-expert permute, GEMM1, activation, GEMM2, post-expert permute; the combine all-to-all of
-// each chunk follows on the same NCCL stream; decode (one gather per slot, weighted sum).
+// `tutel` (docs/research/systems.md 3; microsoft/tutel v0.3.0 tutel/impls/moe_layer.py
+// MOELayer.forward, fast_dispatch.py, overlap.py, communicate.py): capacity-based static buffers
+// and a pipelined all-to-all. Per GPU: the gate and extract_critical as their torch ops
+// (tutel_gate.h); the capacity from host arithmetic (no sync when capacity_factor > 0); encode
+// in the dispatcher's fp32 (cast up, zero the [E, capacity, H] buffer, one scatter kernel per
+// slot, cast down; rows past capacity dropped); the capacity dimension split into
+// `overlap_degree` chunks: Tutel's NCCL stream sends chunk i to every GPU (equal splits, padding
+// included) while the compute stream runs, per chunk, pre-expert permute, GEMM1, activation,
+// GEMM2, post-expert permute; the combine all-to-all of each chunk follows on the same NCCL
+// stream; decode in fp32 (cast up, one weighted gather per slot, their sum, cast down).
 
 #include <fmt/format.h>
 #include <limits>
@@ -23,6 +24,7 @@
 #include "platform/shared_kernels.h"
 #include "systems/tutel/tutel_capacity.h"
 #include "systems/tutel/tutel_functional.h"
+#include "systems/tutel/tutel_gate.h"
 #include "systems/tutel/tutel_system.h"
 
 namespace moehub {
@@ -57,7 +59,6 @@ TutelConfig TutelConfig::from(const Config& c) {
 namespace {
 
 constexpr uint64_t kIndexBytes = 4;  // int32 indices and locations (fast_dispatch.py)
-constexpr uint64_t kScoreBytes = 4;  // fp32 gate scores
 
 uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
 
@@ -187,36 +188,21 @@ class TutelSystem final : public MoeSystem {
     gpu::Stream& ns = gpu.create_stream("tutel_nccl");
     gpu::Host& host = c.host(g);
     const int64_t tokens = c.workload().tokens().count(g);
-    const uint64_t t = u(tokens), e = u(m.experts()), h = u(m.hidden), eb = u(m.dtype_bytes);
+    const uint64_t t = u(tokens);
 
-    k.launch_routing(g, s, tokens);
-    // extract_critical, per top-k slot: one-hot mask [T, E] (zeros + scatter), gate value
-    // (mask x scores, row sum), cumsum of the mask (fast_cumsum_sub_one) and the location
-    // (mask x cumsum, row sum, plus the base of earlier slots).
-    for (int64_t j = 0; j < m.top_k(); ++j) {
-      c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_one_hot", t * kIndexBytes + t * e * kIndexBytes));
-      c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_gate_value", 2 * t * e * kScoreBytes + t * kScoreBytes));
-      c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_cumsum", 2 * t * e * kIndexBytes));
-      c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_location", 2 * t * e * kIndexBytes + t * kIndexBytes));
-    }
+    launch_tutel_routing(c, k, g, s, tokens);
     if (capacity_reduce_) {
-      // capacity_factor <= 0: all-reduce(MAX) of the largest location, then int(...) on the host.
-      host.framework_op();
+      // capacity_factor <= 0 (fast_dispatch.py:189-190): locations2.max(), simple_all_reduce's
+      // clone and all_reduce(MAX) (communicate.py:141-142), then int(...) on the host.
+      c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_capacity_max", u(m.experts()) * kIndexBytes + kIndexBytes));
+      c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_capacity_clone", 2 * kIndexBytes));
+      host.framework_op();  // dist.all_reduce
       host.nccl_call();
       capacity_reduce_->launch(g, s);
       host.framework_op();  // int(...) on the host
       c.host_sync(g, s, kIndexBytes, Time::zero(), nullptr);
     }
-    // fast_encode: zeroed [E * capacity, H] buffer, then one scatter kernel per slot.
-    const uint64_t buffer_rows = e * u(capacity_);
-    gpu::KernelSpec zero = k.memory(g, "tutel_encode_zeros", buffer_rows * h * eb);
-    zero.on_done = [this, g] { fn_->zero(g); };
-    c.op(g, s, Activity::DataShuffle, std::move(zero));
-    for (int64_t j = 0; j < m.top_k(); ++j) {
-      gpu::KernelSpec sc = k.permute(g, t, "tutel_encode_scatter");
-      sc.on_done = [this, g, j] { fn_->encode(g, j); };
-      c.op(g, s, Activity::DataShuffle, std::move(sc));
-    }
+    issue_encode(g, k, t);
 
     // a2a_ffn_overlap_forward: the NCCL stream waits for the encoded buffer, then sends every
     // chunk; the compute stream runs each chunk's experts once its chunk has arrived; the
@@ -264,14 +250,65 @@ class TutelSystem final : public MoeSystem {
     }
     host.record(ns, combined);
     host.wait(s, combined);
-    // fast_decode: one gather per slot from (expert, location), then the weighted sum.
-    for (int64_t j = 0; j < m.top_k(); ++j) c.op(g, s, Activity::DataShuffle, k.permute(g, t, "tutel_decode_gather"));
-    gpu::KernelSpec sc = k.scaling(g, t);
-    sc.on_done = [this, g] {
+    issue_decode(g, k, t);
+  }
+
+  // moe_layer.py:281 fast_encode(x.to(logits_dtype), ...).to(x.dtype) (fast_dispatch.py:206-210,
+  // 121-123, 18-29): the dispatcher works in fp32 for a bf16 model, so the tokens are cast up,
+  // scattered into a zeroed fp32 [E * capacity, H] buffer (one kernel per slot) and the buffer
+  // cast back down for the all-to-all.
+  void issue_encode(int g, const SharedKernels& k, uint64_t t) {
+    Cluster& c = *cluster_;
+    const ModelShape& m = c.model();
+    gpu::Host& host = c.host(g);
+    gpu::Stream& s = c.stream(g);
+    const uint64_t h = u(m.hidden), eb = u(m.dtype_bytes), f = kTutelDispatchBytes;
+    const uint64_t buffer = u(m.experts()) * u(capacity_) * h;  // elements of the dispatch buffer
+    host.framework_op();  // x.to(logits_dtype): bf16 logits, no kernel
+    launch_tutel_dispatcher_update(c, k, g, s, static_cast<int64_t>(t));
+    c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_encode_to_fp32", t * h * (eb + f)));
+    host.framework_op();  // GatingEncoder.apply
+    gpu::KernelSpec zero = k.memory(g, "tutel_encode_zeros", buffer * f);
+    zero.on_done = [this, g] { fn_->zero(g); };
+    c.op(g, s, Activity::DataShuffle, std::move(zero));
+    for (int64_t j = 0; j < m.top_k(); ++j) {
+      gpu::KernelSpec sc = k.memory(g, "tutel_encode_scatter", 2 * t * h * f + t * 2 * kIndexBytes);
+      sc.on_done = [this, g, j] { fn_->encode(g, j); };
+      c.op(g, s, Activity::DataShuffle, std::move(sc));
+    }
+    c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_encode_to_bf16", buffer * (f + eb)));
+    host.framework_op();  // .view(E, -1, H)
+    host.framework_op();  // .to(x.dtype): already bf16
+  }
+
+  // moe_layer.py:313-315 fast_decode(y.to(logits_dtype), ...) (fast_dispatch.py:212-216,
+  // 127-129, 51-64): the combined buffer cast up to fp32, per slot an empty [T, H] output and
+  // one weighted gather, the slots' outputs summed, the result cast back down.
+  void issue_decode(int g, const SharedKernels& k, uint64_t t) {
+    Cluster& c = *cluster_;
+    const ModelShape& m = c.model();
+    gpu::Host& host = c.host(g);
+    gpu::Stream& s = c.stream(g);
+    const uint64_t h = u(m.hidden), eb = u(m.dtype_bytes), f = kTutelDispatchBytes;
+    const uint64_t buffer = u(m.experts()) * u(capacity_) * h;
+    host.framework_op();  // y.to(logits_dtype): already bf16
+    launch_tutel_dispatcher_update(c, k, g, s, static_cast<int64_t>(t));
+    c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_decode_to_fp32", buffer * (eb + f)));
+    host.framework_op();  // GatingDecoder.apply
+    for (int64_t j = 0; j < m.top_k(); ++j) {
+      host.framework_op();  // torch.empty: no kernel
+      c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_decode_gather", 2 * t * h * f + t * (2 * kIndexBytes + f)));
+      if (j > 0) c.op(g, s, Activity::Scaling, k.memory(g, "tutel_decode_add", 3 * t * h * f));
+    }
+    gpu::KernelSpec down = k.memory(g, "tutel_decode_to_bf16", t * h * (f + eb));
+    down.on_done = [this, g] {
       fn_->decode(g);
       cluster_->layer_done(g);
     };
-    c.op(g, s, Activity::Scaling, std::move(sc));
+    c.op(g, s, Activity::DataShuffle, std::move(down));
+    host.framework_op();  // .view(-1, H)
+    host.framework_op();  // moe_layer.py:315 .view(original shape)
+    host.framework_op();  // .to(original_dtype): already bf16
   }
 
   void mark_dispatch(int g, int i) {
