@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "figures/figure_data.h"
 
@@ -38,6 +40,11 @@ std::string column(const CsvTable& t, const std::string& name) {
   return "missing";
 }
 
+// Each (column, value) of the table's first row.
+void expect_columns(const CsvTable& t, const std::vector<std::pair<std::string, std::string>>& expected) {
+  for (const auto& [name, value] : expected) EXPECT_EQ(column(t, name), value) << name;
+}
+
 TEST(Fig5, GpuZeroAgainstTheMeanOfTheOthers) {
   FigureSpec spec;
   spec.name = spec.kind = "fig5";
@@ -47,12 +54,12 @@ TEST(Fig5, GpuZeroAgainstTheMeanOfTheOthers) {
                                             {"mean_row_landed_us", {25.0, 5.0, 6.0, 7.0}}}));
   const FigureOutput out = build_sweep_figure(spec, r);
   const CsvTable& t = out.csvs.at(0).second;
-  EXPECT_EQ(column(t, "gpu0_expert_share"), "0.375");
-  EXPECT_EQ(column(t, "gpu0_last_row_us"), "40");
-  EXPECT_EQ(column(t, "others_last_row_us"), "20");
-  EXPECT_EQ(column(t, "gpu0_mean_row_us"), "25");
-  EXPECT_EQ(column(t, "others_mean_row_us"), "6");
-  EXPECT_EQ(column(t, "others_over_gpu0_last"), "0.5");
+  expect_columns(t, {{"gpu0_expert_share", "0.375"},
+                     {"gpu0_last_row_us", "40"},
+                     {"others_last_row_us", "20"},
+                     {"gpu0_mean_row_us", "25"},
+                     {"others_mean_row_us", "6"},
+                     {"others_over_gpu0_last", "0.5"}});
   // Without an expert map the experts are split evenly: 1/4 on GPU 0.
   EXPECT_EQ(column(build_sweep_figure(spec, one_point(spec, "", cell_with({}))).csvs.at(0).second, "gpu0_expert_share"),
             "0.25");
@@ -66,11 +73,11 @@ TEST(Fig6, SharesOfTheCommunicationLatencyLeaveTheSmWaitOut) {
                                             {"sm_wait_us", 50.0}, {"gemm1_polling_share", 0.25}}));
   const FigureOutput out = build_sweep_figure(spec, r);
   const CsvTable& t = out.csvs.at(0).second;
-  EXPECT_EQ(column(t, "producer_share_pct"), "60");
-  EXPECT_EQ(column(t, "consumer_share_pct"), "40");
-  EXPECT_EQ(column(t, "sm_wait_us"), "50");
-  EXPECT_EQ(column(t, "gemm1_polling_share"), "0.25");
-  EXPECT_EQ(column(t, "polls"), "7");
+  expect_columns(t, {{"producer_share_pct", "60"},
+                     {"consumer_share_pct", "40"},
+                     {"sm_wait_us", "50"},
+                     {"gemm1_polling_share", "0.25"},
+                     {"polls", "7"}});
 }
 
 }  // namespace
