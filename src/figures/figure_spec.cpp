@@ -59,7 +59,7 @@ Headline read_headline(const TomlReader& r, const toml::table& t, size_t index) 
 }  // namespace
 
 const std::vector<std::string>& figure_kinds() {
-  static const std::vector<std::string> kinds{"fig3", "fig4b", "fig12", "fig13", "fig14", "fig15", "fig16", "fig17", "table", "area"};
+  static const std::vector<std::string> kinds{"fig3", "fig4b", "fig5", "fig6", "fig12", "fig13", "fig14", "fig15", "fig16", "fig17", "table", "area"};
   return kinds;
 }
 

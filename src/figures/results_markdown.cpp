@@ -47,26 +47,55 @@ CsvTable select_columns(const CsvTable& t, const std::vector<std::string>& names
   return out;
 }
 
-// The motivation figures' numbers beside what the paper's text says of them (section II-C).
+// The motivation figures' numbers beside what the paper's text says of them (sections II-C, III).
+struct MotivationSection {
+  const char* kind;
+  const char* heading;  // "## <heading> (<figure>, paper <paper>)"
+  const char* paper;
+  const char* text;
+  std::vector<std::string> columns;
+};
+
+const std::vector<MotivationSection>& motivation_section_list() {
+  static const std::vector<MotivationSection> list{
+      {"fig3", "Gap to the ideal layer", "Fig. 3",
+       "Paper (II-C2): software scheduling overhead and exposed communication \"account for over 24% of "
+       "the total MoE layer time, even in highly optimized implementations\". Ours: "
+       "`overhead_share_of_layer` = (scheduling overhead + exposed communication) / layer time, from the "
+       "critical GPU's timeline less the ideal layer's (docs/figures.md).",
+       {"tokens", "system", "layer_us", "gap_to_ideal_us", "scheduling_overhead_us", "exposed_communication_us",
+        "other_gap_us", "overhead_share_of_layer"}},
+      {"fig4b", "Address-resolution phase", "Fig. 4(b)",
+       "Paper (III-A): the routing result is in hand but rows wait for synchronisation, shuffles and a "
+       "CPU-driven layout; the paper profiles this phase without numbers in its text. Ours, on the critical "
+       "GPU:",
+       {"tokens", "system", "layer_us", "synchronisation_us", "data_shuffles_us", "host_layout_and_launch_us",
+        "resolution_share_of_layer"}},
+      {"fig5", "One hot consumer", "Fig. 5",
+       "Paper (III-B): congestion on a hot consumer's link \"creates backpressure to the producer GPU, which "
+       "in turn impedes data transmission to other consumers\"; the RPM's per-peer partitions and round-robin "
+       "emission are to keep the other links busy (IV-B2). Ours: GPU 0 holds `gpu0_expert_share` of the "
+       "experts; when its rows landed against the other GPUs' (docs/hub.md):",
+       {"tokens", "system", "gpu0_expert_share", "gpu0_last_row_us", "others_last_row_us", "gpu0_mean_row_us",
+        "others_mean_row_us", "others_over_gpu0_last"}},
+      {"fig6", "Producer and consumer shares of the dispatch latency", "Fig. 6",
+       "Paper (III-B): polling \"can consume a significant portion of consumer execution\". Ours, mean over "
+       "rows: the producer side (issue to landed) and the consumer side (waiting for the tile's other rows, "
+       "then for a poll or the DAM to release it; `sm_wait_us`, the wait for a free SM after that, is compute "
+       "backlog and not in the shares); `gemm1_polling_share`: GEMM1 blocks' SM time spent polling "
+       "(docs/hub.md):",
+       {"model", "tokens", "system", "producer_us", "tile_assembly_us", "signal_us", "sm_wait_us",
+        "producer_share_pct", "consumer_share_pct", "gemm1_polling_share"}}};
+  return list;
+}
+
 void motivation_sections(std::ostringstream& md, const std::vector<WrittenFigure>& figures) {
   for (const auto& f : figures) {
-    if (f.spec->kind == "fig3") {
-      md << "\n## Gap to the ideal layer (" << f.spec->name << ", paper Fig. 3)\n\n"
-            "Paper (II-C2): software scheduling overhead and exposed communication \"account for over 24% of "
-            "the total MoE layer time, even in highly optimized implementations\". Ours: "
-            "`overhead_share_of_layer` = (scheduling overhead + exposed communication) / layer time, from the "
-            "critical GPU's timeline less the ideal layer's (docs/figures.md).\n\n"
-         << md_table(select_columns(f.output.csvs.at(0).second,
-                                    {"tokens", "system", "layer_us", "gap_to_ideal_us", "scheduling_overhead_us",
-                                     "exposed_communication_us", "other_gap_us", "overhead_share_of_layer"}));
-    } else if (f.spec->kind == "fig4b") {
-      md << "\n## Address-resolution phase (" << f.spec->name << ", paper Fig. 4(b))\n\n"
-            "Paper (III-A): the routing result is in hand but rows wait for synchronisation, shuffles and a "
-            "CPU-driven layout; the paper profiles this phase without numbers in its text. Ours, on the critical "
-            "GPU:\n\n"
-         << md_table(select_columns(f.output.csvs.at(0).second,
-                                    {"tokens", "system", "layer_us", "synchronisation_us", "data_shuffles_us",
-                                     "host_layout_and_launch_us", "resolution_share_of_layer"}));
+    for (const MotivationSection& m : motivation_section_list()) {
+      if (f.spec->kind != m.kind) continue;
+      md << "\n## " << m.heading << " (" << f.spec->name << ", paper " << m.paper << ")\n\n"
+         << m.text << "\n\n"
+         << md_table(select_columns(f.output.csvs.at(0).second, m.columns));
     }
   }
 }

@@ -268,6 +268,155 @@ FigureOutput address_resolution(const FigureSpec& spec, const FigureRuns& r) {
   return out;
 }
 
+// A MoE-Hub variant's own statistic (results[].stats.hub), e.g. {"dispatch_latency", "producer_us"}.
+const nlohmann::json* hub_stats(const FigureRuns& r, size_t p, const std::string& s) {
+  const RunCell* c = r.cell(p, s);
+  if (!c || c->status != RunStatus::Ok || !c->result.stats.is_object()) return nullptr;
+  const auto it = c->result.stats.find("hub");
+  return it == c->result.stats.end() ? nullptr : &*it;
+}
+
+std::optional<double> hub_stat(const FigureRuns& r, size_t p, const std::string& s, const char* section, const char* key) {
+  const nlohmann::json* h = hub_stats(r, p, s);
+  if (!h || !h->contains(section) || !(*h)[section].contains(key) || !(*h)[section][key].is_number()) return std::nullopt;
+  return (*h)[section][key].get<double>();
+}
+
+// Per consumer GPU, a number of results[].stats.hub.dispatch_latency (e.g. "last_row_landed_us").
+std::vector<double> per_consumer(const FigureRuns& r, size_t p, const std::string& s, const char* key) {
+  std::vector<double> out;
+  const nlohmann::json* h = hub_stats(r, p, s);
+  if (!h || !h->contains("dispatch_latency") || !(*h)["dispatch_latency"].contains(key)) return out;
+  for (const auto& v : (*h)["dispatch_latency"][key]) out.push_back(v.is_number() ? v.get<double>() : NAN);
+  return out;
+}
+
+// GPU 0's share of the experts: the point's workload.expert_map ("[0,0,1,...]"), else an even split.
+double gpu0_expert_share(const SweepPoint& pt) {
+  for (const auto& [name, value] : pt.coordinates) {
+    if (name != "workload.expert_map") continue;
+    size_t experts = 0, on_gpu0 = 0;
+    std::string digits;
+    for (const char c : value + ",") {
+      if (c >= '0' && c <= '9') {
+        digits += c;
+      } else if (c == ',' && !digits.empty()) {
+        ++experts;
+        on_gpu0 += std::stoul(digits) == 0 ? 1 : 0;
+        digits.clear();
+      }
+    }
+    return experts ? static_cast<double>(on_gpu0) / static_cast<double>(experts) : NAN;
+  }
+  return pt.gpus > 0 ? 1.0 / static_cast<double>(pt.gpus) : NAN;
+}
+
+// Fig. 5: producer-side congestion. GPU 0 is the hot consumer (it holds more of the experts);
+// without the RPM every producer's stores leave through one FIFO, with it through one partition
+// per peer. When GPU 0's link is the bottleneck, do the other consumers' rows still arrive at
+// their own pace? Per point and system: when GPU 0's rows landed against the other GPUs' (the
+// last row, and the mean over rows; results[].stats.hub.dispatch_latency).
+FigureOutput congestion_figure(const FigureSpec& spec, const FigureRuns& r) {
+  const Getter share = [&r](size_t p, const std::string&) -> std::optional<double> { return gpu0_expert_share(r.points[p]); };
+  // GPU 0's value, or the mean over the other GPUs, of a per-consumer statistic.
+  const auto side = [&r](const char* key, bool gpu0) {
+    return Getter([&r, key, gpu0](size_t p, const std::string& s) -> std::optional<double> {
+      const auto v = per_consumer(r, p, s, key);
+      if (v.size() < 2) return std::nullopt;
+      if (gpu0) return std::isnan(v[0]) ? std::nullopt : std::optional<double>(v[0]);
+      double sum = 0;
+      for (size_t g = 1; g < v.size(); ++g) sum += v[g];
+      return std::isnan(sum) ? std::nullopt : std::optional<double>(sum / static_cast<double>(v.size() - 1));
+    });
+  };
+  const Getter hot_last = side("last_row_landed_us", true), cold_last = side("last_row_landed_us", false);
+  const Getter hot_mean = side("mean_row_landed_us", true), cold_mean = side("mean_row_landed_us", false);
+  FigureOutput out;
+  out.csvs.push_back({spec.name + ".csv", long_table(r, {{"gpu0_expert_share", share},
+                                                         {"gpu0_last_row_us", hot_last},
+                                                         {"others_last_row_us", cold_last},
+                                                         {"gpu0_mean_row_us", hot_mean},
+                                                         {"others_mean_row_us", cold_mean},
+                                                         {"others_over_gpu0_last", [=](size_t p, const std::string& s) {
+                                                            return ratio(cold_last(p, s), hot_last(p, s));
+                                                          }},
+                                                         {"dispatch_GBps", [&r](size_t p, const std::string& s) {
+                                                            return r.value(p, s, "dispatch_GBps");
+                                                          }}})});
+  Plot plot;
+  plot.title = spec.title;
+  plot.columns = 2;
+  plot.note = r.missing_note();
+  for (const auto& [model, points] : by_model(r)) {
+    PlotPanel last, mean;
+    last.title = model + ": when a consumer's last row landed";
+    mean.title = model + ": when a consumer's rows landed, mean over rows";
+    last.ylabel = mean.ylabel = "time from the layer's start (us)";
+    last.xlabel = mean.xlabel = "GPU 0's share of the experts (%)";
+    for (size_t p : points) last.x.push_back(100.0 * gpu0_expert_share(r.points[p]));
+    mean.x = last.x;
+    for (const auto& sys : r.systems_with_data()) {
+      for (const bool gpu0 : {true, false}) {
+        PlotSeries a, b;
+        a.title = b.title = sys + (gpu0 ? ": GPU 0 (hot)" : ": other GPUs (mean)");
+        for (size_t p : points) {
+          a.y.push_back(nan_if_empty((gpu0 ? hot_last : cold_last)(p, sys)));
+          b.y.push_back(nan_if_empty((gpu0 ? hot_mean : cold_mean)(p, sys)));
+        }
+        last.series.push_back(std::move(a));
+        mean.series.push_back(std::move(b));
+      }
+    }
+    plot.panels.push_back(std::move(last));
+    plot.panels.push_back(std::move(mean));
+  }
+  out.plot = std::move(plot);
+  return out;
+}
+
+// Fig. 6: where a dispatched row's communication time goes (results[].stats.hub.dispatch_latency,
+// means over rows): the producer side (issue to landed) and the consumer side (landed to its tile
+// complete, then until a block of the tile may start: the poll that sees it or the DAM's
+// release); the wait for a free SM after that is compute backlog and stays out of the shares.
+// Besides, polling's share of the GEMM1 blocks' SM time.
+FigureOutput dispatch_latency_figure(const FigureSpec& spec, const FigureRuns& r) {
+  const auto part = [&r](const char* key) {
+    return Getter([&r, key](size_t p, const std::string& s) { return hub_stat(r, p, s, "dispatch_latency", key); });
+  };
+  const Getter producer = part("producer_us"), assembly = part("tile_assembly_us"), start = part("signal_us");
+  const auto share_of = [=](const Getter& g) {
+    return Getter([=](size_t p, const std::string& s) -> std::optional<double> {
+      const auto a = producer(p, s), b = assembly(p, s), c = start(p, s), x = g(p, s);
+      if (!a || !b || !c || !x || *a + *b + *c <= 0) return std::nullopt;
+      return 100.0 * *x / (*a + *b + *c);
+    });
+  };
+  const Getter consumer = [=](size_t p, const std::string& s) -> std::optional<double> {
+    const auto b = assembly(p, s), c = start(p, s);
+    return b && c ? std::optional<double>(*b + *c) : std::nullopt;
+  };
+  const Getter polls = [&r](size_t p, const std::string& s) -> std::optional<double> {
+    const nlohmann::json* h = hub_stats(r, p, s);
+    return h && h->contains("polls") ? std::optional<double>((*h)["polls"].get<double>()) : std::nullopt;
+  };
+  FigureOutput out;
+  out.csvs.push_back({spec.name + ".csv", long_table(r, {{"producer_us", producer},
+                                                         {"tile_assembly_us", assembly},
+                                                         {"signal_us", start},
+                                                         {"sm_wait_us", part("sm_wait_us")},
+                                                         {"producer_share_pct", share_of(producer)},
+                                                         {"consumer_share_pct", share_of(consumer)},
+                                                         {"gemm1_polling_block_us", part("gemm1_polling_block_us")},
+                                                         {"gemm1_compute_block_us", part("gemm1_compute_block_us")},
+                                                         {"gemm1_polling_share", part("gemm1_polling_share")},
+                                                         {"polls", polls}})});
+  out.plot = stacked_plot(r, "share of a row's dispatch latency (%)",
+                          {{"producer: issue to landed", share_of(producer)},
+                           {"consumer: waiting for the tile's other rows", share_of(assembly)},
+                           {"consumer: tile complete until a block sees it (poll or DAM)", share_of(start)}});
+  return out;
+}
+
 // Fig. 17: FLOPS per system over GPU counts, normalised to its own run at the fewest GPUs.
 FigureOutput scaling_figure(const FigureSpec& spec, const FigureRuns& r) {
   FigureOutput out;
@@ -369,6 +518,8 @@ FigureOutput build_sweep_figure(const FigureSpec& spec, const FigureRuns& r) {
   const std::string& k = spec.kind;
   if (k == "fig3") return gap_to_ideal(spec, r);
   if (k == "fig4b") return address_resolution(spec, r);
+  if (k == "fig5") return congestion_figure(spec, r);
+  if (k == "fig6") return dispatch_latency_figure(spec, r);
   if (k == "fig12" || k == "fig16") return end_to_end(spec, r);
   if (k == "fig13" || k == "fig14") {
     const std::string base = spec.baseline;

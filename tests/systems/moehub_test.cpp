@@ -7,6 +7,9 @@
 #include <vector>
 
 #include "config/config_builder.h"
+#include "gpu/gpu.h"
+#include "gpu/gpu_test_support.h"
+#include "hub/data_availability_manager.h"
 #include "systems/param_catalog.h"
 #include "config/preset_catalog.h"
 #include "hub/rowsp.h"
@@ -14,6 +17,7 @@
 #include "moe/workload.h"
 #include "sim/error.h"
 #include "platform/experiment.h"
+#include "systems/moehub/dispatch_trace.h"
 #include "systems/moehub/hub_fabric.h"
 #include "systems/moehub/moehub_state.h"
 #include "systems/system_registry.h"
@@ -133,6 +137,105 @@ TEST(MoeHubSystems, Gemm1TilesStartBeforeTheLastRowArrives) {
   const auto& first = hub(o)["gemm1_first_tile_us"];
   const auto& last = hub(o)["dispatch_end_us"];
   for (size_t g = 0; g < first.size(); ++g) EXPECT_LT(first[g].get<double>(), last[g].get<double>()) << "GPU " << g;
+}
+
+// Dependency-driven dispatch by hand (paper IV-C2): a DAM over four M-tiles of 4 rows of 256 B
+// releases the gated blocks of a one-SM GPU (one block at a time, 10 us each). The tiles fill
+// in the order 2, 0, 3, 1 (one 1024 B ack each, at 2, 3, 4 and 5 us), so the blocks run in that
+// order, not in block order, and the SM never idles while a ready tile waits: tile 2 starts at
+// its Ready (2 us + 2 lookup cycles of 1 ns), each other one when the one before it ends.
+TEST(DependencyDrivenDispatch, TilesReadyOutOfOrderStartInReadinessOrder) {
+  Simulator sim;
+  gpu::GpuConfig cfg = gpu::testing::h800();
+  cfg.sm_count = 1;
+  gpu::Gpu g(sim, cfg);
+  std::vector<uint32_t> order;
+  std::vector<int64_t> starts;
+  gpu::KernelSpec k;
+  k.name = "gemm1";
+  k.blocks = 4;
+  k.shape = {128, 0, 0, 1};
+  k.program = std::make_shared<gpu::FunctionProgram>([&](gpu::BlockState& b) {
+    if (b.step == 0) return gpu::Step::gate();
+    if (b.step == 1) {
+      order.push_back(b.block);
+      starts.push_back(sim.now().ps());
+      return gpu::Step::compute(Time::from_us(10));
+    }
+    return gpu::Step::done();
+  });
+  const gpu::KernelId id = g.create_kernel(std::move(k));
+  DamConfig dc;
+  dc.clock = Frequency::hertz(1000000000);
+  dc.table_entries = 16;
+  dc.counter_bits = 24;
+  dc.global_counter_bits = 40;
+  dc.lookup_cycles = 2;
+  DataAvailabilityManager dam(sim, dc, [&](const DamSignal& s) {
+    if (s.kind == DamSignalKind::Ready) g.release(id, s.group);
+  });
+  constexpr uint64_t kBase = 0x10000, kRow = 256;
+  ASSERT_EQ(dam.add_tiling(ConsumerTiling{kBase, kRow, kRow, 4, 16, 0}), 4u);
+  g.create_stream("experts").launch(id);
+  const std::vector<uint64_t> fill{2, 0, 3, 1};
+  for (size_t i = 0; i < fill.size(); ++i) {
+    sim.schedule_at(Time::from_us(static_cast<int64_t>(2 + i)),
+                    [&dam, tile = fill[i]] { dam.on_write_ack(kBase + tile * 4 * kRow, 4 * kRow); });
+  }
+  sim.run();
+  EXPECT_EQ(order, (std::vector<uint32_t>{2, 0, 3, 1}));
+  EXPECT_EQ(starts, (std::vector<int64_t>{2002000, 12002000, 22002000, 32002000}));
+}
+
+// Fig. 6's decomposition by hand: one GPU, one region of two M-tiles of 2 rows of 256 B, two
+// N-tile blocks per M-tile. Rows 0-3 (LocalRowIDs 0-3) are issued at 1, 1, 2, 2 us and land at
+// 4 (in two halves, at 3 and 4), 5, 6 and 8 us: producer (3 + 4 + 4 + 6) / 4 = 4.25 us; tile 0
+// is complete at 5, tile 1 at 8: assembly (1 + 0 + 2 + 0) / 4 = 0.75 us. Tile 0's blocks poll:
+// one on its SM since 2 us starts at 5.2 (signal 0.2, SM wait 0), one that got its SM at 7 starts
+// at 7.1 (signal 0.1, SM wait 2); tile 1's are gated, released at 8.5, start at 9 and 10 (signal
+// 0.5 each, SM wait 0.5 and 1.5). Per row: signal (2 x 0.15 + 2 x 0.5) / 4 = 0.325 us, SM wait
+// (2 x 1 + 2 x 1) / 4 = 1 us.
+TEST(DispatchTrace, SplitsARowsLatencyByHand) {
+  DispatchTrace t;
+  t.reset(4, 256, 2, 2, 1);
+  t.add_regions(0, 1, 2);
+  for (uint64_t row = 0; row < 4; ++row) t.issued(row, Time::from_us(row < 2 ? 1 : 2));
+  t.landed(0, 0, 0, 0, 128, Time::from_us(3));
+  t.landed(0, 0, 0, 0, 128, Time::from_us(4));
+  t.landed(0, 0, 1, 1, 256, Time::from_us(5));
+  t.landed(0, 0, 2, 2, 256, Time::from_us(6));
+  t.landed(0, 0, 3, 3, 256, Time::from_us(8));
+  t.all_arrived(0, Time::from_us(8));
+  t.tile_started(0, 0, 0, Time::from_ns(5200), Time::from_us(2));
+  t.tile_started(0, 0, 0, Time::from_ns(7100), Time::from_us(7));
+  t.released(0, 0, 1, Time::from_ns(8500));
+  t.tile_started(0, 0, 1, Time::from_us(9), std::nullopt);
+  t.tile_started(0, 0, 1, Time::from_us(10), std::nullopt);
+  t.polled(Time::from_us(1));
+  t.computed(Time::from_us(3));
+  const nlohmann::json j = t.to_json();
+  EXPECT_EQ(j["rows"].get<uint64_t>(), 4u);
+  EXPECT_DOUBLE_EQ(j["producer_us"].get<double>(), 4.25);
+  EXPECT_DOUBLE_EQ(j["tile_assembly_us"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(j["signal_us"].get<double>(), 0.325);
+  EXPECT_DOUBLE_EQ(j["sm_wait_us"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(j["gemm1_polling_share"].get<double>(), 0.25);
+  EXPECT_EQ(j["rows_in"][0].get<uint64_t>(), 4u);
+  EXPECT_DOUBLE_EQ(j["last_row_landed_us"][0].get<double>(), 8.0);
+  EXPECT_DOUBLE_EQ(j["mean_row_landed_us"][0].get<double>(), 5.75);
+}
+
+// EP+TP: both TP ranks receive the same rows, so neither starts GEMM1 much later. Mixtral rows
+// (8 KiB, the whole store staging) at TP 2, 1024 tokens: when every producer stored rank 0's
+// shard first, rank 1's first tiles started at 49.2-52.0 us against 43.1-45.8 us for rank 0.
+TEST(MoeHubSystems, EveryTpRankStartsGemm1AsEarly) {
+  const LayerSetup s({"run.tokens=1024", "parallel.tp=2"}, false);
+  const auto out = s.run("moehub");
+  const auto& first = hub(out.at(0))["gemm1_first_tile_us"];
+  double even = 0, odd = 0;
+  for (size_t g = 0; g < first.size(); ++g) (g % 2 ? odd : even) = std::max(g % 2 ? odd : even, first[g].get<double>());
+  EXPECT_LT(odd, even + 1.0);
+  EXPECT_LT(even, odd + 1.0);
 }
 
 TEST(MoeHubSystems, DamVariantsNeverPollWhilePollingVariantsDo) {

@@ -127,11 +127,12 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::routing_program(int g, uint
                                                          static_cast<uint64_t>(c.workload().logical_model().top_k()),
                                                          static_cast<uint32_t>(m.dtype_bytes), kWeightBytes, kIndexBytes);
   const int64_t per_token = 1 + 2 * k;
+  const int64_t tp = c.workload().tp().tp(), rank = c.workload().tp().tp_rank(g);
   std::vector<int> consumers;  // GPUs with experts: they receive a row-count store
   for (int dst = 0; dst < c.gpus(); ++dst) {
     if (!c.workload().placement().local_experts(dst).empty()) consumers.push_back(dst);
   }
-  return std::make_shared<gpu::FunctionProgram>([this, g, grid, k, first, tokens, topk_bytes, per_token,
+  return std::make_shared<gpu::FunctionProgram>([this, g, grid, k, first, tokens, topk_bytes, per_token, tp, rank,
                                                  consumers](gpu::BlockState& b) {
     Cluster& c = *cluster_;
     if (b.step == 0) {
@@ -143,10 +144,12 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::routing_program(int g, uint
     if (s < (hi - lo) * per_token) {
       const int64_t t = first + lo + s / per_token, sub = s % per_token;
       if (sub == 0) return gpu::Step::memory(row_bytes_);  // read the token's row once
-      const int64_t j = (sub - 1) / 2;
+      // Under EP+TP a (token, expert) pair is T shard rows (slots e T .. e T + T - 1): each
+      // producer issues its own TP rank's first, so that no rank's local rows wait behind a remote store.
+      const int64_t j = (sub - 1) / 2 / tp * tp + ((sub - 1) / 2 % tp + rank) % tp;
       const MallocId id = region_of_expert_[static_cast<size_t>(c.workload().routing().expert(t, j))];
       const auto row = static_cast<uint64_t>(t * k + j);
-      if ((sub - 1) % 2 == 0) return st_rowsp(fabric_->registry(), RowspStore{id, row, 0, static_cast<uint32_t>(row_bytes_), false});
+      if ((sub - 1) % 2 == 0) return issue_row(RowspStore{id, row, 0, static_cast<uint32_t>(row_bytes_), false});
       return st_rowsp(fabric_->registry(), RowspStore{id, row, row_bytes_, p_.metadata_bytes, true});
     }
     const int64_t r = s - (hi - lo) * per_token;  // the row-count stores, by the last block only
@@ -170,17 +173,17 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::gemm1_program(int g) {
     HubRegion& r = gpus_[g].regions[li];
     if (b.step == 0) {
       if (v_.dam) return gpu::Step::gate();
-      return gpu::Step::wait(r.data_flag[m], static_cast<int64_t>(bm_ * row_bytes_), gpu::WaitMode::Poll);
+      return on_sm(b, gpu::Step::wait(r.data_flag[m], static_cast<int64_t>(bm_ * row_bytes_), gpu::WaitMode::Poll));
     }
     if (b.step == 1) {
       const uint64_t rows = tile_rows(g, li, m);
-      if (rows == 0) return gpu::Step::done();  // beyond the count: exit
+      if (rows == 0) return tile_exit(b);  // beyond the count: exit
       fn_->gemm1(g, li, m, rows);
-      begin_work(g, false);
+      begin_tile(g, b, li, m);
       const gpu::GemmTile t = model.tile((li * tiles_m_ + m) * tiles_n1_ + n);
       return gpu::Step::compute_memory(t.compute, t.hbm_bytes);
     }
-    end_work(g, false);
+    end_tile(g, b);
     return gpu::Step::done();
   });
 }

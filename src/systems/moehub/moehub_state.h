@@ -13,6 +13,7 @@
 #include "hub/hub_config.h"
 #include "hub/replica_selector.h"
 #include "platform/functional_data.h"
+#include "systems/moehub/dispatch_trace.h"
 #include "systems/moehub/hub_fabric.h"
 #include "systems/moehub/moehub_functional.h"
 #include "systems/moehub/moehub_system.h"
@@ -106,6 +107,13 @@ class MoeHubSystemImpl final : public MoeSystem, public HubListener {
   uint64_t tile_rows(int g, size_t li, uint64_t m) const;
   void begin_work(int g, bool scaling);
   void end_work(int g, bool scaling);
+  // The same, for a GEMM1 block, with the dispatch trace's notes (Fig. 6; moehub_program.cpp).
+  gpu::Step issue_row(const RowspStore& s);
+  gpu::Step on_sm(gpu::BlockState& b, gpu::Step wait);
+  Time since(const gpu::BlockState& b) const;
+  gpu::Step tile_exit(gpu::BlockState& b);
+  void begin_tile(int g, gpu::BlockState& b, size_t li, uint64_t m);
+  void end_tile(int g, gpu::BlockState& b);
 
   nlohmann::json replica_stats(Cluster& cluster) const;  // hub_replicas.cpp
 
@@ -131,6 +139,7 @@ class MoeHubSystemImpl final : public MoeSystem, public HubListener {
   uint64_t dam_blocks_ = 0;  // thread blocks the DAM released or retired
   std::unique_ptr<MoeHubFunctional> fn_;  // does nothing in timing-only runs
   std::vector<ReplicaSelector> selectors_;  // per producer GPU; empty without redundant experts
+  DispatchTrace trace_;  // where each row's dispatch time goes (stats only)
 };
 
 }  // namespace moehub

@@ -162,6 +162,8 @@ void MoeHubSystemImpl::build(Cluster& cluster) {
   region_of_expert_.assign(static_cast<size_t>(m.experts()), MallocId{});
   gpus_.resize(n);
   fn_ = MoeHubFunctional::make(cluster, capacity_, row_bytes_, bm_);
+  trace_.reset(static_cast<uint64_t>(cluster.workload().routing().rows()), row_bytes_, bm_, tiles_n1_,
+               static_cast<size_t>(n));
 }
 
 // The hardware side of one consumer GPU after its program made its regions: flags, the DAM
@@ -171,6 +173,7 @@ void MoeHubSystemImpl::prepare_gpu(int g) {
   HubGpu& h = gpus_[g];
   const int64_t tokens = c.workload().tokens().count(g);
   const int64_t k = c.model().top_k();
+  trace_.add_regions(g, h.regions.size(), tiles_m_);
   for (size_t li = 0; li < h.regions.size(); ++li) {
     HubRegion& r = h.regions[li];
     r.source.assign(capacity_, -1);
@@ -211,6 +214,7 @@ void MoeHubSystemImpl::on_gemm1_signal(int g, const DamSignal& s) {
   const uint64_t li = s.group / groups_per_region_, first = s.group % groups_per_region_ * tiles_per_group_;
   const uint64_t experts = h.regions.size();
   for (uint64_t m = first; m < std::min(tiles_m_, first + tiles_per_group_); ++m) {
+    if (s.kind != DamSignalKind::Retired) trace_.released(g, li, m, cluster_->sim().now());
     for (uint64_t n = 0; n < tiles_n1_; ++n) {
       const auto block = static_cast<uint32_t>((m * experts + li) * tiles_n1_ + n);
       if (s.kind == DamSignalKind::Retired) cluster_->gpu(g).retire(h.gemm1, block);
@@ -241,6 +245,7 @@ void MoeHubSystemImpl::on_landed(int g, const LandedWrite& w) {
     r->data_landed += w.bytes;
     if (!v_.dam) c.gpu(g).signal_add(r->data_flag[m], w.bytes);
     fn_->row_slice(g, li, w);
+    trace_.landed(g, li, lr, w.row_id, w.bytes, c.sim().now());
     check_all_arrived(g);
     return;
   }
@@ -278,6 +283,7 @@ void MoeHubSystemImpl::check_all_arrived(int g) {
   }
   h.all_arrived = true;
   cluster_->phases(g).dispatch_end = cluster_->sim().now();
+  trace_.all_arrived(g, cluster_->sim().now());
   if (v_.dam) return;
   for (HubRegion& r : h.regions) {
     for (const gpu::SignalId f : r.data_flag) cluster_->gpu(g).signal_add(f, static_cast<int64_t>(bm_ * row_bytes_));
@@ -378,6 +384,7 @@ nlohmann::json MoeHubSystemImpl::stats(Cluster& cluster) {
   }
   hub["gemm1_first_tile_us"] = first;
   hub["dispatch_end_us"] = last;
+  hub["dispatch_latency"] = trace_.to_json();
   return {{"hub", hub}};
 }
 
