@@ -77,7 +77,8 @@ int run(const CliContext& ctx, RunOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
   const Config cfg = build_config(ctx.catalog(), *ctx.registry, request);
-  const std::vector<const SystemEntry*> systems = select_systems(RunParams::from(cfg).systems);
+  std::vector<const SystemEntry*> systems = select_systems(RunParams::from(cfg).systems);
+  const SkippedSystems skipped = RunParams::from(cfg).systems == "all" ? drop_unmodelled(systems, cfg) : SkippedSystems{};
   // The routed workload of the simulated layer (bad shapes, placements or traces fail here).
   const ModelShape model = ModelShape::from(cfg);
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
@@ -108,6 +109,7 @@ int run(const CliContext& ctx, RunOptions& o) {
   RunReport report;
   report.config = cfg.to_json();
   report.workload = workload.summary();
+  report.skipped = skipped;
   for (auto& o : outcomes) {
     report.results.push_back(o.result);
     report.systems.push_back({o.name, o.events, o.sim_s});

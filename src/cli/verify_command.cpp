@@ -11,6 +11,7 @@
 #include "config/run_params.h"
 #include "cli/command.h"
 #include "platform/resource_estimate.h"
+#include "report/run_report.h"
 #include "config/config_builder.h"
 #include "cli/experiment_flags.h"
 #include "moe/model_shape.h"
@@ -31,7 +32,8 @@ int verify(const CliContext& ctx, const VerifyOptions& o) {
   request.config_files.insert(request.config_files.begin(), "verify");
   request.flags.push_back({"run.functional", "true", "verify"});
   const Config cfg = build_config(ctx.catalog(), *ctx.registry, request);
-  const std::vector<const SystemEntry*> systems = select_systems(RunParams::from(cfg).systems);
+  std::vector<const SystemEntry*> systems = select_systems(RunParams::from(cfg).systems);
+  const SkippedSystems skipped = RunParams::from(cfg).systems == "all" ? drop_unmodelled(systems, cfg) : SkippedSystems{};
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   check_resources(cfg, ModelShape::from(cfg), systems, static_cast<unsigned>(std::min<size_t>(threads, systems.size())));
   const Workload workload = Workload::build(WorkloadConfig::from(cfg), ModelShape::from(cfg));
@@ -48,7 +50,9 @@ int verify(const CliContext& ctx, const VerifyOptions& o) {
     out.push_back({{"system", s.name}, {"functional", s.result.functional}});
   }
   if (o.format == "json") {
-    std::cout << nlohmann::json{{"passed", all}, {"results", out}}.dump(2) << "\n";
+    nlohmann::json j{{"passed", all}, {"results", out}};
+    if (!skipped.empty()) j["skipped"] = skipped_json(skipped);
+    std::cout << j.dump(2) << "\n";
   } else {
     const int64_t redundant = workload.redundant_experts();
     const TpLayout& tp = workload.tp();
@@ -65,6 +69,7 @@ int verify(const CliContext& ctx, const VerifyOptions& o) {
                                f["ordering_violations"].get<uint64_t>());
       for (const auto& e : f["errors"]) std::cout << "      " << e.get<std::string>() << "\n";
     }
+    if (!skipped.empty()) std::cout << skipped_line(skipped);
   }
   return all ? 0 : 3;
 }

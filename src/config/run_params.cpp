@@ -16,7 +16,7 @@ ParamTable<RunParams> run_table() {
       .at_most(1099511627776.0)
       .in_unit("tokens");
   t.integer("run.seed", &RunParams::seed, "Seed of every random choice (routing, arrival jitter)").at_least(0);
-  t.string("run.systems", &RunParams::systems, "Comma-separated systems to run, or 'all'");
+  t.string("run.systems", &RunParams::systems, "Comma-separated systems to run, or 'all' (every system that models the configuration; the others are listed with their reason)");
   t.time("run.time_limit", &RunParams::time_limit,
          "Simulated time after which a run that has not finished is reported as stuck")
       .positive();

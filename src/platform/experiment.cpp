@@ -146,14 +146,36 @@ unsigned experiment_threads(const ExperimentOptions& options, size_t systems) {
   return std::max(1u, std::min<unsigned>(options.threads, static_cast<unsigned>(systems)));
 }
 
+std::optional<Unmodelled> missing_model(const SystemEntry& system, const Config& config) {
+  const int64_t tp = WorkloadConfig::from(config).tp;
+  if (tp > 1 && !system.tensor_parallel) {
+    return Unmodelled{"parallel.tp", fmt::format("has no EP+TP model yet; run it with parallel.tp = 1 (got {})", tp)};
+  }
+  return std::nullopt;
+}
+
+std::vector<std::pair<std::string, std::string>> drop_unmodelled(std::vector<const SystemEntry*>& systems,
+                                                                 const Config& config) {
+  std::vector<std::pair<std::string, std::string>> dropped;
+  std::vector<const SystemEntry*> kept;
+  for (const SystemEntry* s : systems) {
+    if (const std::optional<Unmodelled> why = missing_model(*s, config)) {
+      dropped.emplace_back(s->name, fmt::format("{} ({})", why->reason, why->param));
+    } else {
+      kept.push_back(s);
+    }
+  }
+  systems = std::move(kept);
+  return dropped;
+}
+
 std::vector<SystemOutcome> run_experiment(const Config& config, const Workload& workload,
                                           const std::vector<const SystemEntry*>& systems,
                                           const ExperimentOptions& options) {
   // A system that cannot hold the workload fails now, not after the others have run.
   for (const SystemEntry* s : systems) {
-    if (workload.tp().tp() > 1 && !s->tensor_parallel) {
-      throw UserError("parallel.tp", fmt::format("system '{}' has no EP+TP model yet; run it with parallel.tp = 1 (got {})",
-                                                 s->name, workload.tp().tp()));
+    if (const std::optional<Unmodelled> why = missing_model(*s, config)) {
+      throw UserError(why->param, fmt::format("system '{}' {}", s->name, why->reason));
     }
     const std::unique_ptr<MoeSystem> system = s->make(config);
     const std::optional<Workload> own = system->own_workload(workload);

@@ -6,7 +6,9 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/config.h"
@@ -38,6 +40,20 @@ struct SystemOutcome {
   double sim_s = 0;  // wall seconds its simulation took (host-dependent: not part of `result`)
   bool functional_passed = true;
 };
+
+// Why `system` has no model of this configuration: the parameter that rules it out and the
+// reason; nothing when it has one. run_experiment refuses such a system (UserError naming the
+// parameter); `run.systems = "all"` leaves it out instead (drop_unmodelled).
+struct Unmodelled {
+  std::string param;
+  std::string reason;
+};
+std::optional<Unmodelled> missing_model(const SystemEntry& system, const Config& config);
+
+// Removes from `systems` those without a model of this configuration and returns them as
+// "name" -> reason, in registry order; `all` then means every system that applies.
+std::vector<std::pair<std::string, std::string>> drop_unmodelled(std::vector<const SystemEntry*>& systems,
+                                                                 const Config& config);
 
 std::vector<SystemOutcome> run_experiment(const Config& config, const Workload& workload,
                                           const std::vector<const SystemEntry*>& systems,

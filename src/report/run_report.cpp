@@ -34,6 +34,20 @@ std::string csv_field(const std::string& s) {
 
 }  // namespace
 
+nlohmann::json skipped_json(const SkippedSystems& skipped) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& [system, reason] : skipped) j.push_back({{"system", system}, {"reason", reason}});
+  return j;
+}
+
+std::string skipped_line(const SkippedSystems& skipped) {
+  std::string line = "left out of 'all' (no model of this configuration):";
+  for (size_t i = 0; i < skipped.size(); ++i) {
+    line += fmt::format("{} {}: {}", i ? ";" : "", skipped[i].first, skipped[i].second);
+  }
+  return line + "\n";
+}
+
 uint64_t RunReport::events() const {
   uint64_t n = 0;
   for (const auto& c : systems) n += c.events;
@@ -46,6 +60,7 @@ nlohmann::json RunReport::to_json() const {
   if (!workload.is_null()) j["workload"] = workload;
   j["results"] = nlohmann::json::array();
   for (const auto& r : results) j["results"].push_back(r.to_json());
+  if (!skipped.empty()) j["skipped"] = skipped_json(skipped);
   nlohmann::json per_system = nlohmann::json::array();
   for (const auto& c : systems) per_system.push_back({{"system", c.system}, {"events", c.events}, {"wall_s", c.wall_s}});
   j["perf"] = {{"wall_s", wall_s},
@@ -188,6 +203,7 @@ void RunReport::write(std::ostream& out, const std::string& format) const {
     out << "of_ideal: fraction_of_ideal; largest_us, second_us: the two largest breakdown_us items; "
            "--format wide: every column\n";
   }
+  if (!skipped.empty()) out << skipped_line(skipped);
   out << fmt::format("simulated {} events in {:.3f} s ({:.3f} s of CPU, {} thread{})\n", events(), wall_s, cpu_s, threads,
                      threads == 1 ? "" : "s");
 }

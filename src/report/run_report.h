@@ -6,16 +6,25 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "platform/layer_result.h"
 
 namespace moehub {
 
+// Systems that `run.systems = "all"` left out: (name, reason), in registry order.
+using SkippedSystems = std::vector<std::pair<std::string, std::string>>;
+nlohmann::json skipped_json(const SkippedSystems& skipped);    // [{"system", "reason"}, ...]
+std::string skipped_line(const SkippedSystems& skipped);       // one line for text reports
+
 struct RunReport {
   nlohmann::json config;                // Config::to_json()
   nlohmann::json workload = nullptr;    // routing statistics, when a workload was generated
   std::vector<LayerResult> results;     // one per system
+  // Systems that `run.systems = "all"` left out because they have no model of this
+  // configuration: (name, reason). Written only when there are some.
+  SkippedSystems skipped;
   // How long the simulation took on this host: the `perf` section, excluded from determinism
   // checks. CPU time over wall time says how well the threads were used, and tells a slow host
   // (both up) from a slow build (CPU up per event).

@@ -55,6 +55,28 @@ TEST(TpCli, VerifyPassesWithOneTpGroup) {
   EXPECT_EQ(f.status, 0) << f.out << f.err;
 }
 
+// `--systems all` means every system that models the configuration: the others are listed
+// with their reason, in the JSON and on one line of the text reports; naming one still refuses.
+TEST(TpCli, AllRunsEverySystemWithATpModelAndListsTheOthers) {
+  const Result r = moehub({"run", "--format", "json", "--tp", "2", "--tokens", "256", "--systems", "all"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  std::vector<std::string> ran, skipped;
+  for (const auto& res : j["results"]) ran.push_back(res["system"]);
+  for (const auto& s : j["skipped"]) skipped.push_back(s["system"]);
+  EXPECT_EQ(ran, (std::vector<std::string>{"ideal", "megatron-te", "deepep", "comet", "mh-base", "mh-pkt", "mh-dep", "moehub"}));
+  EXPECT_EQ(skipped, (std::vector<std::string>{"fastermoe", "tutel", "ccfuser"}));
+  EXPECT_EQ(j["skipped"][0]["reason"], "has no EP+TP model yet; run it with parallel.tp = 1 (got 2) (parallel.tp)");
+  const Result v = moehub({"verify", "--tp", "2", "--systems", "all"});
+  EXPECT_EQ(v.status, 0) << v.out << v.err;
+  EXPECT_NE(v.out.find("left out of 'all' (no model of this configuration): fastermoe: has no EP+TP model"), std::string::npos)
+      << v.out;
+  // Without TP every system applies and the report has no `skipped`.
+  const Result p = moehub({"run", "--format", "json", "--tokens", "256", "--systems", "ideal"});
+  ASSERT_EQ(p.status, 0) << p.err;
+  EXPECT_FALSE(nlohmann::json::parse(p.out).contains("skipped"));
+}
+
 TEST(TpCli, SystemsWithoutTpRefuseAndBadShapesNameTheKey) {
   for (const char* s : {"fastermoe", "tutel", "ccfuser"}) {
     expect_bad_input({"run", "--tp", "2", "--tokens", "256", "--systems", s},
