@@ -40,6 +40,20 @@ TEST(CliScale, NodesSetsTheGpuCountAndTheFabricCarriesRdma) {
   }
 }
 
+// The NVL72-class domain: 64 of its 72 GPUs on one NVLink domain of 18 planes (OLMoE's 64
+// experts do not divide over 72), and a domain larger than a switch chip's 72 ports is refused.
+TEST(CliScale, Nvl72DomainRunsSixtyFourGpusOnOneNvlinkDomain) {
+  const Result r = moehub({"run", "--hardware", "gb200-nvl72", "--gpus", "64", "--config", "verify", "--set",
+                           "run.functional=false", "--model", "olmoe", "--systems", "ideal,moehub", "--format", "json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["config"]["net"]["switch_planes"], 18);
+  EXPECT_EQ(j["config"]["net"]["gpus_per_node"], 0);
+  for (const auto& res : j["results"]) EXPECT_GT(res["layer_us"].get<double>(), 0.0) << res["system"];
+  expect_bad_input({"run", "--hardware", "gb200-nvl72", "--gpus", "80"},
+                   "run.gpus: 80 GPUs x 1 links per plane need 80 ports on each switch, which has 72");
+}
+
 TEST(CliScale, RefusesWhatTheFabricCannotRunBeforeSimulating) {
   expect_bad_input({"run", "--nodes", "2"}, "--nodes: hardware 'dgx-h800' is a single NVLink domain");
   expect_bad_input({"run", "--gpus", "64"}, "run.gpus: 64 GPUs x 2 links per plane need 128 ports");
