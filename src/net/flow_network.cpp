@@ -223,6 +223,9 @@ void FlowNetwork::reallocate() {
         });
       }
     }
+    // A resource with no unfrozen class left takes no further part: later rounds skip it
+    // (the order of the rest is kept, so ties pick the same bottleneck).
+    std::erase_if(w.active, [&](uint32_t r) { return crossing[r] == 0; });
   }
   const int64_t now = sim_.now().ps();
   for (auto& r : resources_) r.load = 0;
