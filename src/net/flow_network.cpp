@@ -55,9 +55,15 @@ void FlowNetwork::transfer(int src, int dst, uint64_t bytes, int /*priority*/, C
   }
   FlowClass& c = class_for(src, dst, wire_per_byte, ack_per_byte);
   const Time tail = this->tail(src, dst, bytes);
-  c.members.push_back(Member{c.served + static_cast<double>(bytes), next_seq_++, tail, std::move(on_complete)});
+  // A merged class serves its messages one after another: this one's payload follows the
+  // latest member's, and the class's rate does not change while it has members.
+  const bool merged = cfg_.flow_merge_pairs && !c.members.empty();
+  const double start = merged ? c.last_finish : c.served;
+  c.last_finish = start + static_cast<double>(bytes);
+  c.members.push_back(Member{c.last_finish, next_seq_++, tail, std::move(on_complete)});
   std::push_heap(c.members.begin(), c.members.end(), later);
   c.next_finish = c.members.front().finish;
+  if (merged) return;
   // Rates matter only once time moves: flows that start at the same instant (every hub
   // issuing on the same clock edge) share one reallocation, at the end of that instant.
   if (!unsettled_) {
@@ -162,7 +168,7 @@ void FlowNetwork::reallocate() {
   for (size_t i = 0; i < nc; ++i) {
     FlowClass& c = classes_[i];
     c.rate = 0;
-    const double n = static_cast<double>(c.members.size());
+    const double n = class_weight(c);
     touches(c, [&](size_t r, double per_byte) {
       w.weight[r] += n * per_byte;
       ++w.crossing[r];
@@ -210,18 +216,21 @@ void FlowNetwork::reallocate() {
         --left;
         FlowClass& c = classes_[i];
         c.rate = level;
-        const double n = static_cast<double>(c.members.size());
+        const double n = class_weight(c);
         touches(c, [&](size_t q, double per_byte) {
           weight[q] -= n * per_byte;
           --crossing[q];
         });
       }
     }
+    // A resource with no unfrozen class left takes no further part: later rounds skip it
+    // (the order of the rest is kept, so ties pick the same bottleneck).
+    std::erase_if(w.active, [&](uint32_t r) { return crossing[r] == 0; });
   }
   const int64_t now = sim_.now().ps();
   for (auto& r : resources_) r.load = 0;
   for (const auto& c : classes_) {
-    const double rate = static_cast<double>(c.members.size()) * c.rate;
+    const double rate = class_weight(c) * c.rate;
     touches(c, [&](size_t r, double per_byte) { resources_[r].load += rate * per_byte; });
   }
   account_busy(now);
@@ -295,8 +304,9 @@ void FlowNetwork::on_event(uint64_t generation) {
     for (size_t i = 0; i < classes_.size(); ++i) pair_classes(classes_[i].src, classes_[i].dst).push_back(static_cast<uint32_t>(i));
   }
   std::sort(done.begin(), done.end(), [](const Done& a, const Done& b) { return a.seq < b.seq; });
+  // Merged classes keep their rates until one drains or a new one forms.
+  if (!cfg_.flow_merge_pairs || emptied || unsettled_) reallocate();
   unsettled_ = false;
-  reallocate();
   schedule_next();
   for (Done& d : done) sim_.schedule_in(d.tail, std::move(d.on_complete));
   done.clear();

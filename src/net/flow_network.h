@@ -5,7 +5,9 @@
 // source's egress and its destination's ingress by its wire bytes (payload plus headers, in
 // max-size packets) and, with write acks on, the reverse direction by one ack per packet.
 // There are no queues: no head-of-line blocking, no buffer limits, no priorities. A message
-// (a thread block's store, a hub packet, a read request or response) is one flow.
+// (a thread block's store, a hub packet, a read request or response) is one flow; with
+// net.flow_merge_pairs the messages of one class are one flow instead, served in start order, so
+// rates change only when a class starts or drains, not at every message.
 // With a scale-out fabric (net.gpus_per_node > 0) a flow between nodes loads instead its route
 // through the fat tree (FabricTopology): the source NIC's message engine by its MTU packets,
 // both PCIe links by its payload, both NIC ports and any leaf-spine links by its wire bytes.
@@ -70,6 +72,7 @@ class FlowNetwork final : public TransferNetwork {
     // members.front().finish, kept beside the class: the per-event walks over every class
     // (completions due, the next completion) then read no member.
     double next_finish = 0;
+    double last_finish = 0;  // the latest member's finish (merged pairs serve in start order)
   };
   struct Resource {  // one GPU's links in one direction, all planes together, or a fabric link
     double capacity = 0;  // wire bytes per second
@@ -79,6 +82,10 @@ class FlowNetwork final : public TransferNetwork {
     int64_t busy_since = -1;
   };
 
+  // The class's weight in the max-min allocation: one per message, or one per merged class.
+  double class_weight(const FlowClass& c) const {
+    return cfg_.flow_merge_pairs ? 1.0 : static_cast<double>(c.members.size());
+  }
   size_t egress(int gpu) const { return static_cast<size_t>(gpu) * 2; }
   size_t ingress(int gpu) const { return static_cast<size_t>(gpu) * 2 + 1; }
   FlowClass& class_for(int src, int dst, double wire_per_byte, double ack_per_byte);

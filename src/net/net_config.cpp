@@ -92,6 +92,8 @@ ParamTable<NetConfig> net_table() {
   t.choice("net.fidelity", &NetConfig::fidelity,
            std::vector<std::pair<std::string, NetFidelity>>{{"packet", NetFidelity::Packet}, {"flow", NetFidelity::Flow}},
            "Interconnect model: packets with flow control, or max-min fair flows");
+  t.boolean("net.flow_merge_pairs", &NetConfig::flow_merge_pairs,
+            "Flow fidelity: a pair's messages of one packet format share one flow, served in start order");
   declare_fabric(t);
   return t;
 }

@@ -30,6 +30,9 @@ struct NetConfig {
   uint64_t response_buffer_bytes = 0;
   bool write_ack = true;
   NetFidelity fidelity = NetFidelity::Packet;
+  // Flow fidelity: the messages of one class (pair and packet format) form one flow served in
+  // start order, instead of one flow each (a stated reduction, docs/network.md).
+  bool flow_merge_pairs = false;
   // Scale-out (src/net/fabric_topology.h). gpus_per_node = 0: one NVLink domain, no fabric.
   int gpus_per_node = 0;
   Bandwidth pcie_bandwidth;         // GPU <-> NIC, per direction

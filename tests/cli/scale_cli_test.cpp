@@ -14,6 +14,17 @@ namespace {
 
 using namespace moehub_test;
 
+// A small timing-only run (the verify experiment's OLMoE shapes) of some systems, as JSON.
+nlohmann::json small_run(std::vector<std::string> args, const std::string& systems) {
+  for (const char* a : {"--config", "verify", "--set", "run.functional=false", "--model", "olmoe", "--format", "json"}) {
+    args.emplace_back(a);
+  }
+  args.insert(args.end(), {"--systems", systems});
+  const Result r = moehub(args);
+  EXPECT_EQ(r.status, 0) << r.err;
+  return r.status == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
+}
+
 TEST(CliScale, VerifyPassesForEverySystemOnTwoNodes) {
   const Result r = moehub({"verify", "--hardware", "h800-cluster", "--model", "olmoe", "--systems", "all"});
   ASSERT_EQ(r.status, 0) << r.out << r.err;
@@ -25,10 +36,8 @@ TEST(CliScale, VerifyPassesForEverySystemOnTwoNodes) {
 }
 
 TEST(CliScale, NodesSetsTheGpuCountAndTheFabricCarriesRdma) {
-  const Result r = moehub({"run", "--hardware", "h800-cluster", "--nodes", "2", "--config", "verify", "--set",
-                           "run.functional=false", "--model", "olmoe", "--systems", "ideal,megatron-te", "--format", "json"});
-  ASSERT_EQ(r.status, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
+  const auto j = small_run({"run", "--hardware", "h800-cluster", "--nodes", "2"}, "ideal,megatron-te");
+  ASSERT_TRUE(j.contains("results"));
   EXPECT_EQ(j["config"]["run"]["gpus"], 16);
   EXPECT_EQ(j["config"]["net"]["gpus_per_node"], 8);
   for (const auto& res : j["results"]) {
@@ -38,6 +47,18 @@ TEST(CliScale, NodesSetsTheGpuCountAndTheFabricCarriesRdma) {
     EXPECT_GT(net["rdma_payload_bytes"].get<uint64_t>(), 0u) << res["system"];
     EXPECT_GT(net["rdma_messages"].get<uint64_t>(), 0u) << res["system"];
   }
+}
+
+// The NVL72-class domain: 64 of its 72 GPUs on one NVLink domain of 18 planes (OLMoE's 64
+// experts do not divide over 72), and a domain larger than a switch chip's 72 ports is refused.
+TEST(CliScale, Nvl72DomainRunsSixtyFourGpusOnOneNvlinkDomain) {
+  const auto j = small_run({"run", "--hardware", "gb200-nvl72", "--gpus", "64"}, "ideal,moehub");
+  ASSERT_TRUE(j.contains("results"));
+  EXPECT_EQ(j["config"]["net"]["switch_planes"], 18);
+  EXPECT_EQ(j["config"]["net"]["gpus_per_node"], 0);
+  for (const auto& res : j["results"]) EXPECT_GT(res["layer_us"].get<double>(), 0.0) << res["system"];
+  expect_bad_input({"run", "--hardware", "gb200-nvl72", "--gpus", "80"},
+                   "run.gpus: 80 GPUs x 1 links per plane need 80 ports on each switch, which has 72");
 }
 
 TEST(CliScale, RefusesWhatTheFabricCannotRunBeforeSimulating) {

@@ -128,6 +128,28 @@ TEST(FlowNetwork, ALaterFlowOfTheSameClassHalvesTheRateAndFinishesLater) {
   EXPECT_NEAR(static_cast<double>(b_done.ps()), 11796480 + 602880, 1);
 }
 
+// net.flow_merge_pairs: a pair's messages are one flow served in start order, and the pair
+// gets one share of a bottleneck however many messages it has in flight.
+TEST(FlowNetwork, MergedPairsServeTheirMessagesInStartOrderAtOneShare) {
+  Simulator sim;
+  NetConfig c = test::h800_like(3);
+  c.flow_merge_pairs = true;
+  FlowNetwork net(c, sim);
+  Time a_done, b_done, c_done;
+  net.transfer(0, 1, 1 << 20, 0, [&] { a_done = sim.now(); });
+  net.transfer(0, 1, 1 << 20, 0, [&] { b_done = sim.now(); });
+  net.transfer(2, 1, 2 << 20, 0, [&] { c_done = sim.now(); });
+  // GPU 1's ingress is split between the two pairs: 100 GB/s of wire each.
+  for (double r : net.rates()) EXPECT_NEAR(r / (100e9 * 128 / 144), 1.0, 1e-9);
+  sim.run();
+  // A: 1179648 wire bytes at 100 GB/s = 11796.48 ns; B follows it (another 11796.48 ns) while
+  // the other pair moves its 2 MiB at the same rate. Unmerged, A and B would take two thirds of
+  // the link and both finish at 17694.72 ns. Each then adds 602880 ps.
+  EXPECT_NEAR(static_cast<double>(a_done.ps()), 11796480 + 602880, 1);
+  EXPECT_NEAR(static_cast<double>(b_done.ps()), 23592960 + 602880, 1);
+  EXPECT_NEAR(static_cast<double>(c_done.ps()), 23592960 + 602880, 1);
+}
+
 // Flows of one pair with different header overheads are two classes: the link is shared by
 // payload rate (max-min), each paying its own wire bytes.
 TEST(FlowNetwork, FlowsOfOnePairWithDifferentPacketFillsAreSeparateClasses) {
