@@ -9,6 +9,7 @@
 // GEMM2, post-expert permute; the combine all-to-all of each chunk follows on the same NCCL
 // stream; decode in fp32 (cast up, one weighted gather per slot, their sum, cast down).
 
+#include <array>
 #include <fmt/format.h>
 #include <limits>
 #include <memory>
@@ -253,6 +254,23 @@ class TutelSystem final : public MoeSystem {
     issue_decode(g, k, t);
   }
 
+  // Hidden size, the model's bytes per element, the dispatcher's fp32 bytes per element and the
+  // elements of the [E * capacity, H] dispatch buffer, for encode and decode.
+  std::array<uint64_t, 4> codec_sizes() const {
+    const ModelShape& m = cluster_->model();
+    const uint64_t h = u(m.hidden);
+    return {h, u(m.dtype_bytes), kTutelDispatchBytes, u(m.experts()) * u(capacity_) * h};
+  }
+
+  // Both directions open alike: a framework op with no kernel of its own (the `.to(logits_dtype)`
+  // of a tensor already in the logits' dtype), the dispatcher's update, then the cast to fp32.
+  void codec_prologue(int g, const SharedKernels& k, uint64_t t, const std::string& cast, uint64_t bytes) {
+    Cluster& c = *cluster_;
+    c.host(g).framework_op();
+    launch_tutel_dispatcher_update(c, k, g, c.stream(g), static_cast<int64_t>(t));
+    c.op(g, c.stream(g), Activity::DataShuffle, k.memory(g, cast, bytes));
+  }
+
   // moe_layer.py:281 fast_encode(x.to(logits_dtype), ...).to(x.dtype) (fast_dispatch.py:206-210,
   // 121-123, 18-29): the dispatcher works in fp32 for a bf16 model, so the tokens are cast up,
   // scattered into a zeroed fp32 [E * capacity, H] buffer (one kernel per slot) and the buffer
@@ -262,11 +280,8 @@ class TutelSystem final : public MoeSystem {
     const ModelShape& m = c.model();
     gpu::Host& host = c.host(g);
     gpu::Stream& s = c.stream(g);
-    const uint64_t h = u(m.hidden), eb = u(m.dtype_bytes), f = kTutelDispatchBytes;
-    const uint64_t buffer = u(m.experts()) * u(capacity_) * h;  // elements of the dispatch buffer
-    host.framework_op();  // x.to(logits_dtype): bf16 logits, no kernel
-    launch_tutel_dispatcher_update(c, k, g, s, static_cast<int64_t>(t));
-    c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_encode_to_fp32", t * h * (eb + f)));
+    const auto [h, eb, f, buffer] = codec_sizes();
+    codec_prologue(g, k, t, "tutel_encode_to_fp32", t * h * (eb + f));  // x.to(logits_dtype): bf16 logits
     host.framework_op();  // GatingEncoder.apply
     gpu::KernelSpec zero = k.memory(g, "tutel_encode_zeros", buffer * f);
     zero.on_done = [this, g] { fn_->zero(g); };
@@ -289,11 +304,8 @@ class TutelSystem final : public MoeSystem {
     const ModelShape& m = c.model();
     gpu::Host& host = c.host(g);
     gpu::Stream& s = c.stream(g);
-    const uint64_t h = u(m.hidden), eb = u(m.dtype_bytes), f = kTutelDispatchBytes;
-    const uint64_t buffer = u(m.experts()) * u(capacity_) * h;
-    host.framework_op();  // y.to(logits_dtype): already bf16
-    launch_tutel_dispatcher_update(c, k, g, s, static_cast<int64_t>(t));
-    c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_decode_to_fp32", buffer * (eb + f)));
+    const auto [h, eb, f, buffer] = codec_sizes();
+    codec_prologue(g, k, t, "tutel_decode_to_fp32", buffer * (eb + f));  // y.to(logits_dtype): already bf16
     host.framework_op();  // GatingDecoder.apply
     for (int64_t j = 0; j < m.top_k(); ++j) {
       host.framework_op();  // torch.empty: no kernel
