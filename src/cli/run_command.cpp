@@ -126,6 +126,8 @@ int run(const CliContext& ctx, RunOptions& o) {
     }
     all.write(trace->stream());
   }
+  // A CSV holds result rows only: the systems `all` left out are said on stderr instead.
+  if (o.format == "csv" && !skipped.empty()) std::cerr << skipped_line(skipped);
   if (output) {
     report.write(output->stream(), o.format);
   } else {

@@ -166,7 +166,7 @@ class CcfuserSystem final : public MoeSystem {
     gpu::Stream& st = c.stream(g);
     const Workload& w = c.workload();
     const uint64_t br = static_cast<uint64_t>(p_.block_rows);
-    for (int64_t i = 0; i < cpu_plan_ops(g); ++i) c.host(g).framework_op();
+    for (int64_t i = 0, n = cpu_plan_ops(g); i < n; ++i) c.host(g).framework_op();
     for (int64_t i = 0; i < p_.plan_tensors; ++i) {
       host_to_device_copy(c, g, st, fmt::format("H2D plan tensor {}", i), pl.blocks.size() * kIndexBytes);
     }

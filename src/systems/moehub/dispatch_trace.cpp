@@ -113,7 +113,7 @@ nlohmann::json DispatchTrace::to_json() const {
 // A row's data store: noted for the dispatch trace (Fig. 6), then issued as st.rowsp.
 gpu::Step MoeHubSystemImpl::issue_row(const RowspStore& s) {
   trace_.issued(s.row_id, cluster_->sim().now());
-  return gpu::Step::store(fabric_->registry().resolve(s), s.bytes, HubTag::st_rowsp(s.malloc_id, s.row_id, s.row_offset, s.nop));
+  return st_rowsp(fabric_->registry(), s);
 }
 
 // A polling GEMM1 block took its SM with this wait: the trace counts its resident wait from here.

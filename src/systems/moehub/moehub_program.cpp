@@ -33,12 +33,11 @@ namespace {
 constexpr uint32_t kWeightBytes = 4;  // fp32 routing probabilities, as SharedKernels
 constexpr uint32_t kIndexBytes = 4;   // int32 expert indices, as SharedKernels
 constexpr uint32_t kCountBytes = 4;   // one int32 row count per consumer expert
+}  // namespace
 
-// st.rowsp as a store step: the producer resolves the MallocID to its GPU (L1 TLB, paper IV-A2).
 gpu::Step st_rowsp(const RowspRegistry& registry, const RowspStore& s) {
   return gpu::Step::store(registry.resolve(s), s.bytes, HubTag::st_rowsp(s.malloc_id, s.row_id, s.row_offset, s.nop));
 }
-}  // namespace
 
 void MoeHubSystemImpl::start(Cluster& cluster) {
   build(cluster);

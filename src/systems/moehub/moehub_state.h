@@ -12,6 +12,8 @@
 #include "hub/data_availability_manager.h"
 #include "hub/hub_config.h"
 #include "hub/replica_selector.h"
+#include "hub/rowsp.h"
+#include "hub/rowsp_registry.h"
 #include "platform/functional_data.h"
 #include "systems/moehub/dispatch_trace.h"
 #include "systems/moehub/hub_fabric.h"
@@ -20,6 +22,9 @@
 #include "platform/shared_kernels.h"
 
 namespace moehub {
+
+// st.rowsp as a store step: the producer resolves the MallocID to its GPU (L1 TLB, paper IV-A2).
+gpu::Step st_rowsp(const RowspRegistry& registry, const RowspStore& s);
 
 // Values come only from configs/defaults.toml (systems.moehub.*), through from().
 struct MoeHubParams {
