@@ -324,27 +324,43 @@ TEST(MoeHubSystems, TimerBypassOffIsRefused) {
 namespace moehub {
 namespace {
 
+// A preset layer's hub sizing inputs: the resolved configuration (it refers to the registry)
+// and its workload.
+struct SizingSetup {
+  ParamRegistry registry = build_param_registry();
+  Config config;
+  Workload workload;
+  MoeHubParams params;
+  HubConfig hub;
+
+  explicit SizingSetup(std::vector<std::string> sets)
+      : config(resolve(registry, std::move(sets))),
+        workload(Workload::build(WorkloadConfig::from(config), ModelShape::from(config))),
+        params(MoeHubParams::from(config)),
+        hub(HubConfig::from(config)) {}
+  static Config resolve(const ParamRegistry& registry, std::vector<std::string> sets) {
+    const PresetCatalog catalog(MOEHUB_SOURCE_CONFIG_DIR);
+    ConfigRequest req;
+    req.assignments = std::move(sets);
+    return build_config(catalog, registry, req);
+  }
+  HubSizing sizing() const { return HubSizing::of(params, hub, gpu::GpuConfig::from(config), workload); }
+};
+
 // The default DAM table holds one entry per GEMM1 M-tile for the paper's Qwen2-MoE point
 // (docs/hub.md 11, D5), by hand: 8192 tokens on 8 GPUs, 8 local experts, each region holds every
 // token (8192 rows = 64 M-tiles of 128): 8 x 64 = 512 entries, one tile per group. Half the table
 // pairs the tiles: a tile would wait for its neighbour's rows.
 TEST(HubSizing, QwenAt8192TokensGetsOneTilePerDamGroup) {
-  const ParamRegistry registry = build_param_registry();
-  const PresetCatalog catalog(MOEHUB_SOURCE_CONFIG_DIR);
-  ConfigRequest req;
-  req.assignments = {"run.model=qwen2-moe-2.7b", "run.gpus=8", "run.tokens=8192"};
-  const Config c = build_config(catalog, registry, req);
-  const Workload w = Workload::build(WorkloadConfig::from(c), ModelShape::from(c));
-  const MoeHubParams p = MoeHubParams::from(c);
-  HubConfig hub = HubConfig::from(c);
-  EXPECT_EQ(hub.dam.table_entries, 512u);
-  const HubSizing z = HubSizing::of(p, hub, gpu::GpuConfig::from(c), w);
+  SizingSetup s({"run.model=qwen2-moe-2.7b", "run.gpus=8", "run.tokens=8192"});
+  EXPECT_EQ(s.hub.dam.table_entries, 512u);
+  const HubSizing z = s.sizing();
   EXPECT_EQ(z.capacity, 8192u);
   EXPECT_EQ(z.tiles_m, 64u);
   EXPECT_EQ(z.tiles_per_group, 1u);
   EXPECT_EQ(z.groups_per_region, 64u);
-  hub.dam.table_entries = 256;
-  const HubSizing half = HubSizing::of(p, hub, gpu::GpuConfig::from(c), w);
+  s.hub.dam.table_entries = 256;
+  const HubSizing half = s.sizing();
   EXPECT_EQ(half.tiles_per_group, 2u);
   EXPECT_EQ(half.groups_per_region, 32u);
 }
@@ -354,15 +370,11 @@ TEST(HubSizing, QwenAt8192TokensGetsOneTilePerDamGroup) {
 // holds every token (capacity_factor 0): 512 M-tiles of 128 rows, grouped 16 per DAM entry,
 // so a group counts 2048 rows x 14336 B = 29360128 B: 25 bits.
 TEST(HubSizing, DeepSeekV3NeedsATwentyFiveBitCounter) {
-  const ParamRegistry registry = build_param_registry();
-  const PresetCatalog catalog(MOEHUB_SOURCE_CONFIG_DIR);
-  ConfigRequest req;
-  req.assignments = {"run.model=deepseek-v3", "run.gpus=16", "run.tokens=65536"};
-  const Config c = build_config(catalog, registry, req);
-  const Workload w = Workload::build(WorkloadConfig::from(c), ModelShape::from(c));
-  const MoeHubParams p = MoeHubParams::from(c);
-  HubConfig hub = HubConfig::from(c);
-  const HubSizing z = HubSizing::of(p, hub, gpu::GpuConfig::from(c), w);
+  SizingSetup s({"run.model=deepseek-v3", "run.gpus=16", "run.tokens=65536"});
+  const HubSizing z = s.sizing();
+  const MoeHubParams& p = s.params;
+  const Workload& w = s.workload;
+  HubConfig& hub = s.hub;
   EXPECT_EQ(z.row_bytes, 14336u);
   EXPECT_EQ(z.capacity, 65536u);
   EXPECT_EQ(z.tiles_m, 512u);
