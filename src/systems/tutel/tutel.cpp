@@ -1,13 +1,15 @@
 // `tutel` (docs/research/systems.md 3; microsoft/tutel v0.3.0 tutel/impls/moe_layer.py
 // MOELayer.forward, fast_dispatch.py, overlap.py, communicate.py): capacity-based static buffers
-// and a pipelined all-to-all. Per GPU: the gate and extract_critical as their torch ops
+// and equal-split all-to-alls. Per GPU: the gate and extract_critical as their torch ops
 // (tutel_gate.h); the capacity from host arithmetic (no sync when capacity_factor > 0); encode
 // in the dispatcher's fp32 (cast up, zero the [E, capacity, H] buffer, one scatter kernel per
-// slot, cast down; rows past capacity dropped); the capacity dimension split into
-// `overlap_degree` chunks: Tutel's NCCL stream sends chunk i to every GPU (equal splits, padding
-// included) while the compute stream runs, per chunk, pre-expert permute, GEMM1, activation,
-// GEMM2, post-expert permute; the combine all-to-all of each chunk follows on the same NCCL
-// stream; decode in fp32 (cast up, one weighted gather per slot, their sum, cast down).
+// slot, cast down; rows past capacity dropped); the exchange: at overlap degree 1 (the
+// harness's) two PyTorch all_to_all_singles around the experts, at d > 1 the capacity
+// dimension split into d chunks, Tutel's NCCL stream sending chunk i to every GPU (padding
+// included) while the compute stream runs, per chunk, pre-expert permute, the FFN (GEMM1, bias
+// add, activation, GEMM2, bias add), post-expert permute, each chunk's combine all-to-all
+// following on the NCCL stream; decode in fp32 (cast up, one weighted gather per slot, their
+// sum, cast down).
 
 #include <array>
 #include <fmt/format.h>
