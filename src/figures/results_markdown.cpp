@@ -124,13 +124,27 @@ CsvTable plot_table(const Plot& plot) {
   return t;
 }
 
-// Sweep files (kind "sweep"): each plot's axes in words, then its values as drawn.
+// The values each coordinate of a sweep's tidy CSV (the columns before "system") takes, in
+// first-appearance order: "model = a; tokens in 256, 512".
+std::string sweep_coordinates(const CsvTable& t) {
+  std::vector<std::string> parts;
+  for (size_t c = 0; c < t.header.size() && t.header[c] != "system"; ++c) {
+    std::vector<std::string> values;
+    for (const auto& row : t.rows) {
+      if (std::find(values.begin(), values.end(), row[c]) == values.end()) values.push_back(row[c]);
+    }
+    parts.push_back(fmt::format("{} {} {}", t.header[c], values.size() == 1 ? "=" : "in", fmt::join(values, ", ")));
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+// Sweep files (kind "sweep"): the points run, each plot's axes in words, then its values as drawn.
 void sweep_sections(std::ostringstream& md, const std::vector<WrittenFigure>& figures) {
   for (const auto& f : figures) {
     if (f.spec->kind != "sweep") continue;
     md << "\n## " << f.spec->title << " (" << f.spec->name << ")\n\n"
        << "A sweep file (configs/experiments/" << f.spec->file.filename().string() << "); every run's result fields are in "
-       << f.output.csvs.at(0).first << ".\n";
+       << f.output.csvs.at(0).first << ". Points run: " << sweep_coordinates(f.output.csvs.at(0).second) << ".\n";
     for (const auto& [stem, plot] : f.output.plots) {
       if (plot.panels.empty()) continue;
       const PlotPanel& first = plot.panels.front();

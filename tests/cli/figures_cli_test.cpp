@@ -263,6 +263,8 @@ TEST_F(FiguresCli, SweepFileIsAFigureOfItsOwn) {
   };
   const std::string md = slurp(out / "RESULTS.md");
   EXPECT_NE(md.find("## ideal under TP (tp)"), std::string::npos) << md;
+  EXPECT_NE(md.find("Points run: model = mixtral-8x7b; gpus = 2; tokens = 64; parallel.tp in 1, 2.\n"), std::string::npos)
+      << md;
   EXPECT_NE(md.find("layer_us (us) against parallel.tp, clustered bars for ideal."), std::string::npos) << md;
   EXPECT_NE(md.find("| 1 | " + layer_us(csv[1]) + " |\n| 2 | " + layer_us(csv[2]) + " |"), std::string::npos) << md;
   EXPECT_NE(md.find("![tp-layer](tp-layer.svg)"), std::string::npos) << md;
