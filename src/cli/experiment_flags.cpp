@@ -1,5 +1,8 @@
 #include "cli/experiment_flags.h"
 
+#include "config/run_params.h"
+#include "platform/experiment.h"
+
 namespace moehub {
 
 void ExperimentFlags::add_to(CLI::App& cmd) {
@@ -34,6 +37,14 @@ ConfigRequest ExperimentFlags::resolve_request() const {
   flag(routing_trace, "workload.routing_trace", "--routing-trace");
   if (check) r.flags.push_back({"run.check", "true", "--check"});
   return r;
+}
+
+SelectedSystems select_run_systems(const Config& cfg) {
+  const std::string names = RunParams::from(cfg).systems;
+  SelectedSystems out;
+  out.systems = select_systems(names);
+  if (names == "all") out.skipped = drop_unmodelled(out.systems, cfg);
+  return out;
 }
 
 }  // namespace moehub

@@ -1,7 +1,8 @@
 // `moehub figures --out DIR [--quick] [--jobs N] [FIGURE...]`: runs the sweeps of the paper's
-// Section VI from configs/experiments/, caches every run, and writes per figure a CSV, an SVG
-// and a PNG (gnuplot), plus RESULTS.md. How each figure is computed: docs/figures.md. Under
-// `mpirun -np N` (N > 1) rank 0 does all this and ranks 1..N-1 simulate (figures/distributed.h).
+// Sections VI and VII from configs/experiments/, caches every run, and writes per figure a CSV,
+// an SVG and a PNG (gnuplot; a sweep file: its CSVs and [[plot]]s), plus RESULTS.md. How each
+// figure is computed: docs/figures.md. Under `mpirun -np N` (N > 1) rank 0 does all this and
+// ranks 1..N-1 simulate (figures/distributed.h).
 
 #include <algorithm>
 #include <chrono>
@@ -21,6 +22,7 @@
 #include "figures/distributed.h"
 #include "figures/figure_data.h"
 #include "figures/results_markdown.h"
+#include "figures/sweep_output.h"
 #include "figures/sweep_runner.h"
 #include "report/output_file.h"
 #include "sim/error.h"
@@ -83,7 +85,10 @@ std::vector<RunRequest> collect_runs(const std::vector<const FigureSpec*>& chose
   for (const FigureSpec* spec : chosen) {
     if (!spec->has_sweep()) continue;
     std::vector<RunIndex> at;
-    FigureRuns runs = arrange_runs(spec, spec->axes(quick), spec->points(quick), requests, at);
+    // A sweep file's rows are one per seed, as `moehub sweep` writes them.
+    SweepAxes axes = spec->axes(quick);
+    if (spec->kind == "sweep") axes.seeds.clear();
+    FigureRuns runs = arrange_runs(spec, axes, spec->points(quick), requests, at);
     for (const RunIndex& a : at) where.emplace_back(spec->name, a);
     context.runs.emplace(spec->name, std::move(runs));
   }
@@ -92,6 +97,9 @@ std::vector<RunRequest> collect_runs(const std::vector<const FigureSpec*>& chose
 
 void fill_cells(const std::vector<RunOutcome>& outcomes, const std::vector<CellOf>& where, FigureContext& context) {
   for (size_t i = 0; i < outcomes.size(); ++i) fill_run(context.runs.at(where[i].first), where[i].second, outcomes[i]);
+  for (auto& [name, runs] : context.runs) {
+    if (runs.spec->kind == "sweep") add_point_comparisons(runs);  // as `moehub sweep` does
+  }
 }
 
 // The CSVs and plots of every chosen figure, then RESULTS.md.
@@ -106,6 +114,7 @@ size_t write_figures(const std::vector<const FigureSpec*>& chosen, const FigureC
     if (spec->has_sweep()) w.note = context.runs.at(spec->name).missing_note();
     for (const auto& [file, table] : w.output.csvs) write_output_file(out_dir / file, table.to_csv(), "--out");
     if (w.output.plot) render_plot(*w.output.plot, out_dir, spec->name);
+    for (const auto& [stem, plot] : w.output.plots) render_plot(plot, out_dir, stem);
     std::cerr << fmt::format("figures: wrote {}{}\n", spec->name, w.note.empty() ? "" : " (" + w.note + ")");
     written.push_back(std::move(w));
   }
@@ -140,6 +149,7 @@ int make_figures(const CliContext& ctx, const FiguresOptions& o, const ConfigSou
 
   FigureContext context;
   context.configs = &configs;
+  context.quick = o.quick;
   context.systems_source_dir = o.source_dir.empty() ? (config_dir / "..").lexically_normal() / "src" / "systems"
                                                      : fs::path(o.source_dir);
   for (const auto& s : all_systems()) context.registered_systems.push_back(s.name);
@@ -180,7 +190,8 @@ int run_figures(const CliContext& ctx, const FiguresOptions& o) {
 }  // namespace
 
 void add_figures_command(CLI::App& app, CliContext& ctx) {
-  auto* cmd = app.add_subcommand("figures", "Run the paper's Section VI sweeps and draw Figs. 12-17, the table and the area");
+  auto* cmd = app.add_subcommand("figures", "Run the experiment folder's sweeps: Figs. 3-17, Section VII's sweep files, "
+                                            "the table and the area");
   auto o = std::make_shared<FiguresOptions>();
   cmd->add_option("--out", o->out, "Folder for the CSVs, SVGs, PNGs, RESULTS.md and the run cache")->required();
   cmd->add_flag("--quick", o->quick, "Run the [sweep.quick] subset of every figure");

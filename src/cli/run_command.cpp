@@ -77,8 +77,7 @@ int run(const CliContext& ctx, RunOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
   const Config cfg = build_config(ctx.catalog(), *ctx.registry, request);
-  std::vector<const SystemEntry*> systems = select_systems(RunParams::from(cfg).systems);
-  const SkippedSystems skipped = RunParams::from(cfg).systems == "all" ? drop_unmodelled(systems, cfg) : SkippedSystems{};
+  const auto [systems, skipped] = select_run_systems(cfg);
   // The routed workload of the simulated layer (bad shapes, placements or traces fail here).
   const ModelShape model = ModelShape::from(cfg);
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());

@@ -32,8 +32,7 @@ int verify(const CliContext& ctx, const VerifyOptions& o) {
   request.config_files.insert(request.config_files.begin(), "verify");
   request.flags.push_back({"run.functional", "true", "verify"});
   const Config cfg = build_config(ctx.catalog(), *ctx.registry, request);
-  std::vector<const SystemEntry*> systems = select_systems(RunParams::from(cfg).systems);
-  const SkippedSystems skipped = RunParams::from(cfg).systems == "all" ? drop_unmodelled(systems, cfg) : SkippedSystems{};
+  const auto [systems, skipped] = select_run_systems(cfg);
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   check_resources(cfg, ModelShape::from(cfg), systems, static_cast<unsigned>(std::min<size_t>(threads, systems.size())));
   const Workload workload = Workload::build(WorkloadConfig::from(cfg), ModelShape::from(cfg));

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "figures/sweep_output.h"
+
 namespace moehub {
 
 const char* run_status_name(RunStatus s) {
@@ -185,7 +187,15 @@ std::string csv_number(std::optional<double> v) {
 FigureOutput build_figure(const FigureSpec& spec, const FigureContext& context) {
   if (spec.kind == "table") return build_table_figure(spec, context);
   if (spec.kind == "area") return build_area_figure(spec, context);
-  return build_sweep_figure(spec, context.runs.at(spec.name));
+  if (spec.kind == "sweep") {
+    SweepOutput sweep = build_sweep_output(sweep_file_of(spec), context.quick, context.runs.at(spec.name));
+    FigureOutput out;
+    out.csvs = std::move(sweep.csvs);
+    out.plots = std::move(sweep.plots);
+    return out;
+  }
+  if (!context.configs) throw std::logic_error("figure " + spec.name + " needs the configurations of its points");
+  return build_sweep_figure(spec, context.runs.at(spec.name), *context.configs);
 }
 
 }  // namespace moehub

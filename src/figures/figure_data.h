@@ -58,7 +58,8 @@ struct CsvTable {
 
 struct FigureOutput {
   std::vector<std::pair<std::string, CsvTable>> csvs;  // file name (e.g. "fig12.csv") and data
-  std::optional<Plot> plot;
+  std::optional<Plot> plot;                            // drawn as <figure>.svg
+  std::vector<std::pair<std::string, Plot>> plots;     // kind "sweep": file stem and plot
 };
 
 // What the builders need besides the runs.
@@ -67,12 +68,14 @@ struct FigureContext {
   const ConfigSource* configs = nullptr;  // resolves a figure's own settings (its hardware)
   std::filesystem::path systems_source_dir;  // src/systems of the checkout; empty if unknown
   std::vector<std::string> registered_systems;
+  bool quick = false;  // the runs are the [sweep.quick] subset
 };
 
 FigureOutput build_figure(const FigureSpec& spec, const FigureContext& context);
 
-// Kinds with sweeps (sweep_figures.cpp) and the others (table_figure.cpp).
-FigureOutput build_sweep_figure(const FigureSpec& spec, const FigureRuns& runs);
+// Kinds with sweeps (sweep_figures.cpp), sweep files (sweep_output.cpp) and the others
+// (table_figure.cpp).
+FigureOutput build_sweep_figure(const FigureSpec& spec, const FigureRuns& runs, const ConfigSource& configs);
 FigureOutput build_table_figure(const FigureSpec& spec, const FigureContext& context);
 FigureOutput build_area_figure(const FigureSpec& spec, const FigureContext& context);
 

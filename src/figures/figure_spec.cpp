@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <stdexcept>
 #include <toml++/toml.h>
 
 #include "platform/layer_result.h"
@@ -59,7 +60,7 @@ Headline read_headline(const TomlReader& r, const toml::table& t, size_t index) 
 }  // namespace
 
 const std::vector<std::string>& figure_kinds() {
-  static const std::vector<std::string> kinds{"fig3", "fig4b", "fig5", "fig6", "fig12", "fig13", "fig14", "fig15", "fig16", "fig17", "table", "area"};
+  static const std::vector<std::string> kinds{"fig3", "fig4b", "fig5", "fig6", "fig12", "fig13", "fig14", "fig15", "fig16", "fig17", "sweep", "table", "area"};
   return kinds;
 }
 
@@ -116,6 +117,10 @@ FigureSpec load_figure_spec(const fs::path& file) {
   }
   s.kind = r.string(*fig, "kind", "figure", true);
   const auto& kinds = figure_kinds();
+  if (s.kind == "sweep") {
+    throw UserError(r.where(*fig->get("kind")),
+                    "figure.kind: 'sweep' is a sweep file's kind: drop the [figure] table and draw with [[plot]]s");
+  }
   if (std::find(kinds.begin(), kinds.end(), s.kind) == kinds.end()) {
     throw UserError(r.where(*fig->get("kind")),
                     fmt::format("figure.kind: unknown kind '{}' (known: {})", s.kind, fmt::join(kinds, ", ")));
@@ -169,6 +174,31 @@ FigureSpec load_figure_spec(const fs::path& file) {
   return s;
 }
 
+FigureSpec sweep_figure_spec(const SweepFile& sweep) {
+  FigureSpec s;
+  s.name = sweep.name;
+  s.file = sweep.file;
+  s.kind = "sweep";
+  s.title = sweep.description.empty() ? sweep.name : sweep.description;
+  s.description = sweep.description;
+  s.sweep = sweep.sweep;
+  s.quick = sweep.quick;
+  s.plots = sweep.plots;
+  return s;
+}
+
+SweepFile sweep_file_of(const FigureSpec& spec) {
+  if (spec.kind != "sweep" || !spec.sweep) throw std::logic_error("figure " + spec.name + " is not a sweep file");
+  SweepFile f;
+  f.name = spec.name;
+  f.file = spec.file;
+  f.description = spec.description;
+  f.sweep = *spec.sweep;
+  f.quick = *spec.quick;
+  f.plots = spec.plots;
+  return f;
+}
+
 std::vector<FigureSpec> load_figure_specs(const fs::path& dir) {
   std::vector<FigureSpec> out;
   std::error_code ec;
@@ -179,9 +209,13 @@ std::vector<FigureSpec> load_figure_specs(const fs::path& dir) {
   }
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
-    if (is_figure_file(f)) out.push_back(load_figure_spec(f));
+    if (is_figure_file(f)) {
+      out.push_back(load_figure_spec(f));
+    } else if (is_sweep_file(f)) {
+      out.push_back(sweep_figure_spec(load_sweep_file(f)));
+    }
   }
-  // The paper's order: the figures, then the table, then the area.
+  // The paper's order: the figures, Section VII's sweeps, then the table, then the area.
   const auto rank = [](const FigureSpec& s) {
     const auto& k = figure_kinds();
     return std::find(k.begin(), k.end(), s.kind) - k.begin();

@@ -2,7 +2,9 @@
 // A figure's experiment file (configs/experiments/<name>.toml with a [figure] table): what to
 // draw and the sweep of runs behind it. The [figure], [sweep], [[headline]] and [[table_i]]
 // sections are read here and never reach Config; everything else in the file must be a
-// declared parameter (checked by `moehub validate`). Format: docs/figures.md.
+// declared parameter (checked by `moehub validate`). A sweep file in the same folder (a [sweep]
+// with [[plot]]s and no [figure]) is a figure of kind "sweep": its CSV and plots are what
+// `moehub sweep` writes. Format: docs/figures.md.
 
 #include <cstdint>
 #include <filesystem>
@@ -11,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "figures/sweep_file.h"
 #include "figures/sweep_spec.h"
 
 namespace moehub {
@@ -35,7 +38,7 @@ struct TableIEntry {
 struct FigureSpec {
   std::string name;  // file stem
   std::filesystem::path file;
-  std::string kind;  // fig12 ... fig17, table, area, or a test kind below
+  std::string kind;  // fig3 ... fig17, sweep, table, area
   std::string title;
   std::string description;
   std::string baseline;    // speedups over this system (fig13-15)
@@ -45,6 +48,7 @@ struct FigureSpec {
   std::optional<SweepAxes> quick;  // sweep with the [sweep.quick] overrides applied
   std::vector<Headline> headlines;
   std::vector<TableIEntry> table_i;
+  std::vector<SweepPlot> plots;  // kind "sweep": the file's [[plot]]s
 
   bool has_sweep() const { return sweep.has_value(); }
   const SweepAxes& axes(bool quick_subset) const;
@@ -61,7 +65,11 @@ const std::vector<std::string>& figure_sections();
 // True if the TOML file has a [figure] table. Throws UserError on a TOML syntax error.
 bool is_figure_file(const std::filesystem::path& file);
 FigureSpec load_figure_spec(const std::filesystem::path& file);
-// Every figure file in `dir`, in the order of figure_kinds(), then by name.
+// A sweep file as a figure of kind "sweep" (title: its description, else its name).
+FigureSpec sweep_figure_spec(const SweepFile& sweep);
+// The sweep file a figure of kind "sweep" came from.
+SweepFile sweep_file_of(const FigureSpec& spec);
+// Every figure file and sweep file in `dir`, in the order of figure_kinds(), then by name.
 std::vector<FigureSpec> load_figure_specs(const std::filesystem::path& dir);
 
 }  // namespace moehub

@@ -100,6 +100,68 @@ void motivation_sections(std::ostringstream& md, const std::vector<WrittenFigure
   }
 }
 
+// A plot's values as drawn: one row per (panel, x), one column per series.
+CsvTable plot_table(const Plot& plot) {
+  CsvTable t;
+  const bool panels = plot.panels.size() > 1;
+  for (const PlotPanel& panel : plot.panels) {
+    if (t.header.empty()) {
+      if (panels) t.header.push_back("panel");
+      t.header.push_back(panel.xlabel);
+      for (const PlotSeries& s : panel.series) t.header.push_back(s.title);
+    }
+    const size_t n = panel.bars ? panel.categories.size() : panel.x.size();
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<std::string> row;
+      if (panels) row.push_back(panel.title);
+      row.push_back(panel.bars ? panel.categories[i] : fmt::format("{:g}", panel.x[i]));
+      for (const PlotSeries& s : panel.series) {
+        row.push_back(i < s.y.size() ? csv_number(s.y[i]) : std::string());
+      }
+      t.rows.push_back(std::move(row));
+    }
+  }
+  return t;
+}
+
+// The values each coordinate of a sweep's tidy CSV (the columns before "system") takes, in
+// first-appearance order: "model = a; tokens in 256, 512".
+std::string sweep_coordinates(const CsvTable& t) {
+  std::vector<std::string> parts;
+  for (size_t c = 0; c < t.header.size() && t.header[c] != "system"; ++c) {
+    std::vector<std::string> values;
+    for (const auto& row : t.rows) {
+      if (std::find(values.begin(), values.end(), row[c]) == values.end()) values.push_back(row[c]);
+    }
+    parts.push_back(fmt::format("{} {} {}", t.header[c], values.size() == 1 ? "=" : "in", fmt::join(values, ", ")));
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+// Sweep files (kind "sweep"): the points run, each plot's axes in words, then its values as drawn.
+void sweep_sections(std::ostringstream& md, const std::vector<WrittenFigure>& figures) {
+  for (const auto& f : figures) {
+    if (f.spec->kind != "sweep") continue;
+    md << "\n## " << f.spec->title << " (" << f.spec->name << ")\n\n"
+       << "A sweep file (configs/experiments/" << f.spec->file.filename().string() << "); every run's result fields are in "
+       << f.output.csvs.at(0).first << ". Points run: " << sweep_coordinates(f.output.csvs.at(0).second) << ".\n";
+    for (const auto& [stem, plot] : f.output.plots) {
+      if (plot.panels.empty()) continue;
+      const PlotPanel& first = plot.panels.front();
+      std::vector<std::string> series;
+      for (const PlotSeries& s : first.series) series.push_back(s.title);
+      md << "\n`" << stem << "`: " << plot.title << ". " << first.ylabel << " against " << first.xlabel << ", "
+         << (first.bars ? "clustered bars" : "lines") << " for " << fmt::format("{}", fmt::join(series, ", "));
+      if (plot.panels.size() > 1) {
+        std::vector<std::string> titles;
+        for (const PlotPanel& p : plot.panels) titles.push_back(p.title);
+        md << "; one panel each for " << fmt::format("{}", fmt::join(titles, ", "));
+      }
+      md << ". The values drawn:\n\n" << md_table(plot_table(plot));
+    }
+  }
+}
+
 std::string fmt_value(std::optional<double> v) { return v ? fmt::format("{:.3f}", *v) : "not computed"; }
 
 }  // namespace
@@ -165,6 +227,7 @@ std::string results_markdown(const std::vector<WrittenFigure>& figures, const Fi
     }
   }
   motivation_sections(md, figures);
+  sweep_sections(md, figures);
   for (const auto& f : figures) {
     if (f.spec->kind != "area") continue;
     md << "\n## Hardware overhead (" << f.spec->name << ")\n\n" << md_table(f.output.csvs.at(0).second);
@@ -173,6 +236,7 @@ std::string results_markdown(const std::vector<WrittenFigure>& figures, const Fi
   for (const auto& f : figures) {
     md << "\n### " << f.spec->name << ": " << f.spec->title << "\n\n";
     if (f.output.plot) md << fmt::format("![{}]({}{}.svg)\n\n", f.spec->name, link_prefix, f.spec->name);
+    for (const auto& [stem, plot] : f.output.plots) md << fmt::format("![{}]({}{}.svg)\n\n", stem, link_prefix, stem);
     std::vector<std::string> links;
     for (const auto& [file, table] : f.output.csvs) links.push_back(fmt::format("[{}]({}{})", file, link_prefix, file));
     md << "Data: " << fmt::format("{}", fmt::join(links, ", ")) << ".";

@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 
 #include "figures/figure_data.h"
+#include "moe/model_shape.h"
+#include "moe/placement.h"
+#include "moe/workload.h"
 
 namespace moehub {
 namespace {
@@ -291,24 +294,14 @@ std::vector<double> per_consumer(const FigureRuns& r, size_t p, const std::strin
   return out;
 }
 
-// GPU 0's share of the experts: the point's workload.expert_map ("[0,0,1,...]"), else an even split.
-double gpu0_expert_share(const SweepPoint& pt) {
-  for (const auto& [name, value] : pt.coordinates) {
-    if (name != "workload.expert_map") continue;
-    size_t experts = 0, on_gpu0 = 0;
-    std::string digits;
-    for (const char c : value + ",") {
-      if (c >= '0' && c <= '9') {
-        digits += c;
-      } else if (c == ',' && !digits.empty()) {
-        ++experts;
-        on_gpu0 += std::stoul(digits) == 0 ? 1 : 0;
-        digits.clear();
-      }
-    }
-    return experts ? static_cast<double>(on_gpu0) / static_cast<double>(experts) : NAN;
-  }
-  return pt.gpus > 0 ? 1.0 / static_cast<double>(pt.gpus) : NAN;
+// GPU 0's share of the experts as the run placed them: the effective workload.expert_map
+// (an axis, sweep.set or a preset), else the contiguous split.
+double gpu0_expert_share(const ConfigSource& configs, const SweepPoint& pt) {
+  const Config config = configs.build(pt.settings);
+  const WorkloadConfig w = WorkloadConfig::from(config);
+  const int64_t experts = ModelShape::from(config).experts();
+  const ExpertPlacement placement = ExpertPlacement::from_map_or_contiguous(w.expert_map, experts, w.gpus);
+  return static_cast<double>(placement.local_experts(0).size()) / static_cast<double>(experts);
 }
 
 // Fig. 5: producer-side congestion. GPU 0 is the hot consumer (it holds more of the experts);
@@ -316,8 +309,10 @@ double gpu0_expert_share(const SweepPoint& pt) {
 // per peer. When GPU 0's link is the bottleneck, do the other consumers' rows still arrive at
 // their own pace? Per point and system: when GPU 0's rows landed against the other GPUs' (the
 // last row, and the mean over rows; results[].stats.hub.dispatch_latency).
-FigureOutput congestion_figure(const FigureSpec& spec, const FigureRuns& r) {
-  const Getter share = [&r](size_t p, const std::string&) -> std::optional<double> { return gpu0_expert_share(r.points[p]); };
+FigureOutput congestion_figure(const FigureSpec& spec, const FigureRuns& r, const ConfigSource& configs) {
+  std::vector<double> shares;
+  for (const SweepPoint& pt : r.points) shares.push_back(gpu0_expert_share(configs, pt));
+  const Getter share = [shares](size_t p, const std::string&) -> std::optional<double> { return shares[p]; };
   // GPU 0's value, or the mean over the other GPUs, of a per-consumer statistic.
   const auto side = [&r](const char* key, bool gpu0) {
     return Getter([&r, key, gpu0](size_t p, const std::string& s) -> std::optional<double> {
@@ -353,7 +348,7 @@ FigureOutput congestion_figure(const FigureSpec& spec, const FigureRuns& r) {
     mean.title = model + ": when a consumer's rows landed, mean over rows";
     last.ylabel = mean.ylabel = "time from the layer's start (us)";
     last.xlabel = mean.xlabel = "GPU 0's share of the experts (%)";
-    for (size_t p : points) last.x.push_back(100.0 * gpu0_expert_share(r.points[p]));
+    for (size_t p : points) last.x.push_back(100.0 * shares[p]);
     mean.x = last.x;
     for (const auto& sys : r.systems_with_data()) {
       for (const bool gpu0 : {true, false}) {
@@ -513,12 +508,12 @@ FigureOutput end_to_end(const FigureSpec& spec, const FigureRuns& r) {
 
 }  // namespace
 
-FigureOutput build_sweep_figure(const FigureSpec& spec, const FigureRuns& r) {
+FigureOutput build_sweep_figure(const FigureSpec& spec, const FigureRuns& r, const ConfigSource& configs) {
   FigureOutput out;
   const std::string& k = spec.kind;
   if (k == "fig3") return gap_to_ideal(spec, r);
   if (k == "fig4b") return address_resolution(spec, r);
-  if (k == "fig5") return congestion_figure(spec, r);
+  if (k == "fig5") return congestion_figure(spec, r, configs);
   if (k == "fig6") return dispatch_latency_figure(spec, r);
   if (k == "fig12" || k == "fig16") return end_to_end(spec, r);
   if (k == "fig13" || k == "fig14") {

@@ -149,7 +149,8 @@ unsigned experiment_threads(const ExperimentOptions& options, size_t systems) {
 std::optional<Unmodelled> missing_model(const SystemEntry& system, const Config& config) {
   const int64_t tp = WorkloadConfig::from(config).tp;
   if (tp > 1 && !system.tensor_parallel) {
-    return Unmodelled{"parallel.tp", fmt::format("has no EP+TP model yet; run it with parallel.tp = 1 (got {})", tp)};
+    const std::string why = system.no_tp_path.empty() ? "has no EP+TP model yet" : "has no EP+TP model: " + system.no_tp_path;
+    return Unmodelled{"parallel.tp", fmt::format("{}; run it with parallel.tp = 1 (got {})", why, tp)};
   }
   return std::nullopt;
 }

@@ -58,6 +58,8 @@ struct SystemEntry {
   // Whether the program models EP+TP (parallel.tp > 1; moe/tp_layout.h); a system without it
   // refuses such a run before anything is simulated.
   bool tensor_parallel = false;
+  // Without it, why: what the system's code does instead, cited (empty: not checked).
+  std::string no_tp_path{};
 };
 
 }  // namespace moehub

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/cli_support.h"
@@ -66,7 +67,10 @@ TEST(TpCli, AllRunsEverySystemWithATpModelAndListsTheOthers) {
   for (const auto& s : j["skipped"]) skipped.push_back(s["system"]);
   EXPECT_EQ(ran, (std::vector<std::string>{"ideal", "megatron-te", "deepep", "comet", "mh-base", "mh-pkt", "mh-dep", "moehub"}));
   EXPECT_EQ(skipped, (std::vector<std::string>{"fastermoe", "tutel", "ccfuser"}));
-  EXPECT_EQ(j["skipped"][0]["reason"], "has no EP+TP model yet; run it with parallel.tp = 1 (got 2) (parallel.tp)");
+  const std::string reason = j["skipped"][0]["reason"];
+  EXPECT_EQ(reason.rfind("has no EP+TP model: FastMoE v1.1.0 never shards an expert's weights", 0), 0u) << reason;
+  EXPECT_NE(reason.find("fmoe/megatron/layers.py L82-84, L151"), std::string::npos) << reason;
+  EXPECT_TRUE(reason.ends_with("; run it with parallel.tp = 1 (got 2) (parallel.tp)")) << reason;
   const Result v = moehub({"verify", "--tp", "2", "--systems", "all"});
   EXPECT_EQ(v.status, 0) << v.out << v.err;
   EXPECT_NE(v.out.find("left out of 'all' (no model of this configuration): fastermoe: has no EP+TP model"), std::string::npos)
@@ -78,9 +82,14 @@ TEST(TpCli, AllRunsEverySystemWithATpModelAndListsTheOthers) {
 }
 
 TEST(TpCli, SystemsWithoutTpRefuseAndBadShapesNameTheKey) {
-  for (const char* s : {"fastermoe", "tutel", "ccfuser"}) {
+  // Each says what its code does instead, with the citation (docs/systems.md, EP+TP).
+  for (const auto& [s, cited] : std::vector<std::pair<std::string, std::string>>{
+           {"fastermoe", "laekov/fastmoe @5b60285"},
+           {"tutel", "microsoft/tutel @71db950 tutel/impls/moe_layer.py L102-106"},
+           {"ccfuser", "WongHuLin/CCFuser @3e1990e mix_moe/mix_moe/layers.py L33-60"}}) {
     expect_bad_input({"run", "--tp", "2", "--tokens", "256", "--systems", s},
-                     std::string("parallel.tp: system '") + s + "' has no EP+TP model yet");
+                     "parallel.tp: system '" + s + "' has no EP+TP model: ");
+    expect_bad_input({"run", "--tp", "2", "--tokens", "256", "--systems", s}, cited);
   }
   expect_bad_input({"run", "--tp", "3", "--systems", "ideal"}, "parallel.tp: 3 does not divide run.gpus = 8");
   expect_bad_input({"run", "--tp", "2", "--set", "workload.redundant_experts=8", "--systems", "ideal"},

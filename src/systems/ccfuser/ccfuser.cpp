@@ -383,7 +383,10 @@ SystemEntry ccfuser_system_entry() {
   return SystemEntry{"ccfuser", "CCFuser (PPoPP'25): GEMM thread blocks pull rows from peer memory, fused with the all-to-all",
                      CcfuserParams::declare,
                      [](const Config& c) -> std::unique_ptr<MoeSystem> { return std::make_unique<CcfuserSystem>(CcfuserParams::from(c)); },
-                     64};
+                     64, false,
+                     // docs/systems.md, EP+TP
+                     "CCFuser's MixMOE partitions whole experts over world_size ranks and takes no process group "
+                     "(WongHuLin/CCFuser @3e1990e mix_moe/mix_moe/layers.py L33-60)"};
 }
 
 }  // namespace moehub

@@ -261,7 +261,11 @@ SystemEntry fastermoe_system_entry() {
                      declare_fastermoe_params, [](const Config& c) -> std::unique_ptr<MoeSystem> {
                        return std::make_unique<FasterMoeSystem>(FasterMoeConfig::from(c));
                      },
-                     25};
+                     25, false,
+                     // docs/systems.md, EP+TP
+                     "FastMoE v1.1.0 never shards an expert's weights: its Megatron adapter puts whole experts on the "
+                     "data-parallel group and all-reduces the TP group's outputs (laekov/fastmoe @5b60285 "
+                     "fmoe/megatron/layers.py L82-84, L151), and slice_group splits tokens (fmoe/layers.py L219-226)"};
 }
 
 }  // namespace moehub

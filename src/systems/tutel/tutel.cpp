@@ -461,12 +461,18 @@ class TutelSystem final : public MoeSystem {
 
 }  // namespace
 
+// Tutel v0.3.0's only expert-TP path (docs/systems.md, EP+TP).
+constexpr const char* kTutelNoTpPath =
+    "Tutel v0.3.0 shards an expert only with fewer experts than GPUs, one expert per TP group of N / E GPUs and "
+    "parallel_type 'model' (microsoft/tutel @71db950 tutel/impls/moe_layer.py L102-106, L118-119, L292-309), a path "
+    "this model does not implement";
+
 SystemEntry tutel_system_entry() {
   return SystemEntry{"tutel", "Tutel: capacity-padded static buffers, pipelined all-to-all overlapped with experts",
                      TutelConfig::declare, [](const Config& c) -> std::unique_ptr<MoeSystem> {
                        return std::make_unique<TutelSystem>(TutelConfig::from(c));
                      },
-                     35};
+                     35, false, kTutelNoTpPath};
 }
 
 }  // namespace moehub
