@@ -90,17 +90,17 @@ TEST(CliMoeHub, RegionOverflowIsAFailedRun) {
 }
 
 // A hub too small for the workload is refused before any system runs (issue 27): DeepSeek-V3
-// rows are 7168 x 2 B = 14336 B; at 65536 tokens over 16 GPUs the GEMM1 DAM group holds 4096
-// rows (16 local experts share the 256-entry table: groups of 32 M-tiles of 128 rows):
-// 58720256 B, a 26-bit count.
+// rows are 7168 x 2 B = 14336 B; at 65536 tokens over 16 GPUs the GEMM1 DAM group holds 2048
+// rows (16 local experts share the 512-entry table: groups of 16 M-tiles of 128 rows):
+// 29360128 B, a 25-bit count.
 TEST(CliMoeHub, AHubTooSmallForTheWorkloadIsRefusedBeforeAnythingRuns) {
   const Result r = moehub({"run", "--model", "deepseek-v3", "--gpus", "16", "--tokens", "65536", "--systems",
                            "ideal,megatron-te,moehub", "--set", "hub.dam.counter_bits=24", "--format", "json"});
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err,
-            "moehub: error: hub.dam.counter_bits: a GEMM1 DAM group of 58720256 B (4096 rows) needs 26 bits; the hub has "
-            "24 (set hub.dam.counter_bits >= 26)\n");
+            "moehub: error: hub.dam.counter_bits: a GEMM1 DAM group of 29360128 B (2048 rows) needs 25 bits; the hub has "
+            "24 (set hub.dam.counter_bits >= 25)\n");
   // The default hub is sized for the shipped presets at 8192 tokens per GPU: the same check
   // passes, and the run stops only at the time limit set here to keep the test short.
   const Result ok = moehub({"run", "--model", "deepseek-v3", "--gpus", "16", "--tokens", "65536", "--systems", "moehub",

@@ -327,34 +327,71 @@ TEST(MoeHubSystems, TimerBypassOffIsRefused) {
 namespace moehub {
 namespace {
 
+// A preset layer's hub sizing inputs: the resolved configuration (it refers to the registry)
+// and its workload.
+struct SizingSetup {
+  ParamRegistry registry = build_param_registry();
+  Config config;
+  Workload workload;
+  MoeHubParams params;
+  HubConfig hub;
+
+  explicit SizingSetup(std::vector<std::string> sets)
+      : config(resolve(registry, std::move(sets))),
+        workload(Workload::build(WorkloadConfig::from(config), ModelShape::from(config))),
+        params(MoeHubParams::from(config)),
+        hub(HubConfig::from(config)) {}
+  static Config resolve(const ParamRegistry& registry, std::vector<std::string> sets) {
+    const PresetCatalog catalog(MOEHUB_SOURCE_CONFIG_DIR);
+    ConfigRequest req;
+    req.assignments = std::move(sets);
+    return build_config(catalog, registry, req);
+  }
+  HubSizing sizing() const { return HubSizing::of(params, hub, gpu::GpuConfig::from(config), workload); }
+};
+
+// The default DAM table holds one entry per GEMM1 M-tile for the paper's Qwen2-MoE point
+// (docs/hub.md 11, D5), by hand: 8192 tokens on 8 GPUs, 8 local experts, each region holds every
+// token (8192 rows = 64 M-tiles of 128): 8 x 64 = 512 entries, one tile per group. Half the table
+// pairs the tiles: a tile would wait for its neighbour's rows.
+TEST(HubSizing, QwenAt8192TokensGetsOneTilePerDamGroup) {
+  SizingSetup s({"run.model=qwen2-moe-2.7b", "run.gpus=8", "run.tokens=8192"});
+  EXPECT_EQ(s.hub.dam.table_entries, 512u);
+  const HubSizing z = s.sizing();
+  EXPECT_EQ(z.capacity, 8192u);
+  EXPECT_EQ(z.tiles_m, 64u);
+  EXPECT_EQ(z.tiles_per_group, 1u);
+  EXPECT_EQ(z.groups_per_region, 64u);
+  s.hub.dam.table_entries = 256;
+  const HubSizing half = s.sizing();
+  EXPECT_EQ(half.tiles_per_group, 2u);
+  EXPECT_EQ(half.groups_per_region, 32u);
+}
+
 // The up-front capacity check, by hand: DeepSeek-V3 (hidden 7168: rows of 14336 B) on 16 GPUs
-// at 65536 tokens: 16 local experts share the 256-entry DAM table, 16 entries each; a region
-// holds every token (capacity_factor 0): 512 M-tiles of 128 rows, grouped 32 per DAM entry,
-// so a group counts 4096 rows x 14336 B = 58720256 B: 26 bits.
-TEST(HubSizing, DeepSeekV3NeedsATwentySixBitCounter) {
-  const ParamRegistry registry = build_param_registry();
-  const PresetCatalog catalog(MOEHUB_SOURCE_CONFIG_DIR);
-  ConfigRequest req;
-  req.assignments = {"run.model=deepseek-v3", "run.gpus=16", "run.tokens=65536"};
-  const Config c = build_config(catalog, registry, req);
-  const Workload w = Workload::build(WorkloadConfig::from(c), ModelShape::from(c));
-  const MoeHubParams p = MoeHubParams::from(c);
-  HubConfig hub = HubConfig::from(c);
-  const HubSizing z = HubSizing::of(p, hub, gpu::GpuConfig::from(c), w);
+// at 65536 tokens: 16 local experts share the 512-entry DAM table, 32 entries each; a region
+// holds every token (capacity_factor 0): 512 M-tiles of 128 rows, grouped 16 per DAM entry,
+// so a group counts 2048 rows x 14336 B = 29360128 B: 25 bits.
+TEST(HubSizing, DeepSeekV3NeedsATwentyFiveBitCounter) {
+  SizingSetup s({"run.model=deepseek-v3", "run.gpus=16", "run.tokens=65536"});
+  const HubSizing z = s.sizing();
+  const MoeHubParams& p = s.params;
+  const Workload& w = s.workload;
+  HubConfig& hub = s.hub;
   EXPECT_EQ(z.row_bytes, 14336u);
   EXPECT_EQ(z.capacity, 65536u);
   EXPECT_EQ(z.tiles_m, 512u);
-  EXPECT_EQ(z.tiles_per_group, 32u);
-  EXPECT_EQ(z.groups_per_region, 16u);
+  EXPECT_EQ(z.tiles_per_group, 16u);
+  EXPECT_EQ(z.groups_per_region, 32u);
   EXPECT_NO_THROW(z.check(p, hub, w, true));  // the default hub: 27 bits
-  hub.dam.counter_bits = 25;
+  hub.dam.counter_bits = 24;
   try {
     z.check(p, hub, w, true);
-    ADD_FAILURE() << "a 25-bit counter must be refused";
+    ADD_FAILURE() << "a 24-bit counter must be refused";
   } catch (const UserError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "hub.dam.counter_bits: a GEMM1 DAM group of 58720256 B (4096 rows) needs 26 bits; the hub has 25 (set "
-              "hub.dam.counter_bits >= 26)");
+              "hub.dam.counter_bits: a GEMM1 DAM group of 29360128 B (2048 rows) needs 25 bits; the hub has 24 (set "
+              "hub.dam.counter_bits >= 25)");
   }
   EXPECT_NO_THROW(z.check(p, hub, w, false));  // without the DAM (mh-base, mh-pkt) no counter is needed
   hub.aau.apt_entries = 8;

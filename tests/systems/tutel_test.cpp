@@ -150,17 +150,27 @@ TEST(Tutel, OverlapDegreeSplitsTheAllToAllsAndExperts) {
 }
 
 // Written from microsoft/tutel v0.3.0 (commit 71db950; docs/systems.md "## tutel") for top-2,
-// capacity factor 1, overlap degree 2 (d), one local expert per GPU. Framework ops: reshape,
+// capacity factor 1, one local expert per GPU. Framework ops before the exchange: reshape,
 // .to (2); gate linear (1); softmax, topk (2); chunk + 2 views (3); 2 one-hots of zeros,
 // unsqueeze, scatter_ (6); 2 x (mul, sum) (4); gshard_loss (9); slot 0: cumsum, mul, sum,
 // .to(int32) (4); slot 1: column sum, cumsum, += base, mul, sum, .to(int32) (6); normalize:
 // 0 + g0, + g1, clamp, 2 divisions (5); [-1], + 1 (2); 2 x .to(int32) (2): 46. Encode: .to,
 // update (4 per slot: 8), cast up, GatingEncoder.apply, zeros, 2 scatters, cast down, view,
-// .to: 17. Overlap: one call per direction (2) and per chunk 5 ops (10). Decode: .to, update
-// (8), cast up, apply, 2 x (empty, gather), 1 add, cast down, 2 views, .to: 20. Total 95.
-// Kernels: gate 1, softmax and topk 2, one-hots 4, gate values 4, loss 7, slot 0 5 (the
-// cumsum op runs 2), slot 1 7, normalize 5, + 1 1, int32 indices 2: 38; encode 2 + 5 = 7;
-// 2 NCCL kernels and 5 compute kernels per chunk (14); decode 2 + 1 + 2 + 1 + 1 = 7: 66.
+// .to: 17. Decode: .to, update (8), cast up, apply, 2 x (empty, gather), 1 add, cast down,
+// 2 views, .to: 20. Together 83 framework ops. Kernels: gate 1, softmax and topk 2, one-hots
+// 4, gate values 4, loss 7, slot 0 5 (the cumsum op runs 2), slot 1 7, normalize 5, + 1 1,
+// int32 indices 2: 38; encode 2 + 5 = 7; decode 2 + 1 + 2 + 1 + 1 = 7: 52.
+// Experts of one chunk (moe_layer.py:214-217, experts/ffn.py:55-98): x.view, 2 unsqueezes,
+// w1.permute, matmul, add, silu, matmul, add, reshape: 10 ops, 5 kernels.
+constexpr uint64_t kOpsOutsideExchange = 83, kKernelsOutsideExchange = 52;
+
+// Overlap degree 2 (d), overlap.py:29-65 with communicate.py:220-330: CurrentStreamRelease
+// (apply, contiguous; 1 record), AllToAllScatterAsync.apply (1 wait, d NCCL groups, d
+// records); per chunk CurrentStreamAcquire (1 op, 1 wait), pre_expert_permute (view, permute,
+// contiguous, view: 4 ops, 1 kernel), the experts (10, 5), post_expert_permute (4, 1),
+// CurrentStreamRelease (2 ops, 1 record); AllToAllGatherAsync.apply (1 op, d waits, d NCCL
+// groups, 1 record); CurrentStreamAcquire (1 op, 1 wait). Ops 5 + 21d = 47, kernels 7d + 2d
+// NCCL = 18, events 4d + 4 = 12.
 TEST(Tutel, OpCountsAsTheCodeIssuesThem) {
   auto r = run_system("tutel", {"systems.tutel.overlap_degree=2", "systems.tutel.capacity_factor=1.0"});
   Cluster& c = *r->cluster;
@@ -168,12 +178,34 @@ TEST(Tutel, OpCountsAsTheCodeIssuesThem) {
   for (int g = 0; g < c.gpus(); ++g) {
     ASSERT_EQ(c.workload().placement().local_experts(g).size(), 1u);
     const gpu::HostOps o = c.host(g).ops();
-    EXPECT_EQ(o.framework_ops, 95u) << "GPU " << g;
-    EXPECT_EQ(o.kernels, 66u) << "GPU " << g;
-    EXPECT_EQ(kernels(c, g).size(), 66u) << "GPU " << g;
+    EXPECT_EQ(o.framework_ops, kOpsOutsideExchange + 47) << "GPU " << g;
+    EXPECT_EQ(o.kernels, kKernelsOutsideExchange + 18) << "GPU " << g;
+    EXPECT_EQ(kernels(c, g).size(), kKernelsOutsideExchange + 18) << "GPU " << g;
     EXPECT_EQ(o.nccl_calls, 4u) << "GPU " << g;
+    EXPECT_EQ(o.events, 12u) << "GPU " << g;
     EXPECT_EQ(o.syncs, 0u) << "GPU " << g;
     EXPECT_EQ(o.d2h_copies, 0u) << "GPU " << g;
+  }
+}
+
+// Degree 1, the authors' harness (moe_layer.py:302-305): C.all_to_all(y, 1, 0) is
+// simple_all_to_all's contiguous (no kernel), empty_like, dist.all_to_all_single (record on the
+// compute stream, ProcessGroupNCCL's stream waits, one NCCL group, end record), work.wait()
+// (1 wait), RestoreBackward.apply, then view, permute, contiguous (the copy), view: 9 ops,
+// 1 kernel; the experts (10, 5); C.all_to_all(y, 0, 1) is view, permute, contiguous (the copy),
+// empty_like, all_to_all_single, wait, RestoreBackward.apply, view: 8 ops, 1 kernel. Ops 27,
+// kernels 7 + 2 NCCL, events 2 x 4 = 8.
+TEST(Tutel, UnpipelinedOpCountsAsTheCodeIssuesThem) {
+  auto r = run_system("tutel", {"systems.tutel.overlap_degree=1", "systems.tutel.capacity_factor=1.0"});
+  Cluster& c = *r->cluster;
+  for (int g = 0; g < c.gpus(); ++g) {
+    ASSERT_EQ(c.workload().placement().local_experts(g).size(), 1u);
+    const gpu::HostOps o = c.host(g).ops();
+    EXPECT_EQ(o.framework_ops, kOpsOutsideExchange + 27) << "GPU " << g;
+    EXPECT_EQ(o.kernels, kKernelsOutsideExchange + 9) << "GPU " << g;
+    EXPECT_EQ(o.nccl_calls, 2u) << "GPU " << g;
+    EXPECT_EQ(o.events, 8u) << "GPU " << g;
+    EXPECT_EQ(o.syncs, 0u) << "GPU " << g;
   }
 }
 

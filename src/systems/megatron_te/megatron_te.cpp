@@ -152,8 +152,12 @@ class MegatronTeSystem final : public MoeSystem {
     call.launch(g, c_->stream(g), [this, g, c, done = std::move(done)] { done(*c->resident_at(g), c_->sim().now()); });
   }
 
-  // Transformer Engine's GroupedLinear in bf16 (fc1 or fc2): one Python op, then TE's
-  // multi-stream cuBLAS path: the compute stream records an event that the first
+  // Transformer Engine's GroupedLinear in bf16 (fc1 or fc2): its torch calls from Python
+  // (TE v1.13 e5edd6cc grouped_linear.py: `_GroupedLinear.apply` L755, `inp.view` and
+  // `torch.split` L81, `torch.empty` L194, `torch.split(out)` L203, the custom op
+  // `tex_ts.te_grouped_gemm_ts` cpp_extensions/gemm.py L354, `out.view` L268; the weight and
+  // cast_if_needed loops are Python attribute checks, no torch calls), then TE's multi-stream
+  // cuBLAS path: the compute stream records an event that the first
   // min(te_gemm_streams, experts) side streams wait on, one GEMM per local expert with rows
   // goes to side stream i mod te_gemm_streams, and the compute stream waits for an event
   // recorded on each used side stream (docs/research/systems.md 1.2).
@@ -165,7 +169,7 @@ class MegatronTeSystem final : public MoeSystem {
     const MegatronLayout& l = layouts_[g];
     std::vector<gpu::Stream*>& side = te_streams_[g];
     const size_t used = std::min<size_t>(side.size(), l.expert_rows.size());
-    host.framework_op();
+    for (int v = 0; v < 6; ++v) host.framework_op();  // apply, view, split, empty, split, custom op
     const gpu::EventId start = gp.create_event(fc1 ? "te fc1 start" : "te fc2 start");
     host.record(main, start);
     for (size_t i = 0; i < used; ++i) host.wait(*side[i], start);
@@ -180,6 +184,7 @@ class MegatronTeSystem final : public MoeSystem {
       host.record(*side[i], done);
       host.wait(main, done);
     }
+    host.framework_op();  // out.view
   }
 
   // Steps 1-6 of docs/research/systems.md 1.1: everything the host issues before it blocks.
@@ -282,6 +287,9 @@ class MegatronTeSystem final : public MoeSystem {
     const MegatronLayout& l = layouts_[g];
     if (l.expert_rows.empty()) return;  // an explicit expert map may leave a GPU without experts
     Cluster& c = *c_;
+    // TEGroupedMLP.forward: `tokens_per_expert.tolist()` of the counts already on the host
+    // (ZSL98/Megatron-LM fd11ea94 experts.py:433).
+    c.host(g).framework_op();
     grouped_linear(g, true);
     c.host(g).call([this, g] {
       c_->stream(g).callback([this, g] {
@@ -291,6 +299,12 @@ class MegatronTeSystem final : public MoeSystem {
     });
     gpu::KernelSpec act = k_->activation(g, static_cast<uint64_t>(l.gather_total));
     act.on_done = [this, g] { fn_->activation(g); };
+    if (c.model().gated) {
+      // bias_swiglu_impl (fused_bias_swiglu.py:76-85 at fd11ea94): `input.view`,
+      // `SwiGLUFunction.apply`, then the compiled swiglu, the kernel.
+      c.host(g).framework_op();
+      c.host(g).framework_op();
+    }
     op(g, Activity::ExpertCompute, std::move(act));
     grouped_linear(g, false);
     c.host(g).call([this, g] { c_->stream(g).callback([this, g] { fn_->gemm2(g); }); });

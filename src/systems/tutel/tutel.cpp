@@ -1,13 +1,15 @@
 // `tutel` (docs/research/systems.md 3; microsoft/tutel v0.3.0 tutel/impls/moe_layer.py
 // MOELayer.forward, fast_dispatch.py, overlap.py, communicate.py): capacity-based static buffers
-// and a pipelined all-to-all. Per GPU: the gate and extract_critical as their torch ops
+// and equal-split all-to-alls. Per GPU: the gate and extract_critical as their torch ops
 // (tutel_gate.h); the capacity from host arithmetic (no sync when capacity_factor > 0); encode
 // in the dispatcher's fp32 (cast up, zero the [E, capacity, H] buffer, one scatter kernel per
-// slot, cast down; rows past capacity dropped); the capacity dimension split into
-// `overlap_degree` chunks: Tutel's NCCL stream sends chunk i to every GPU (equal splits, padding
-// included) while the compute stream runs, per chunk, pre-expert permute, GEMM1, activation,
-// GEMM2, post-expert permute; the combine all-to-all of each chunk follows on the same NCCL
-// stream; decode in fp32 (cast up, one weighted gather per slot, their sum, cast down).
+// slot, cast down; rows past capacity dropped); the exchange: at overlap degree 1 (the
+// harness's) two PyTorch all_to_all_singles around the experts, at d > 1 the capacity
+// dimension split into d chunks, Tutel's NCCL stream sending chunk i to every GPU (padding
+// included) while the compute stream runs, per chunk, pre-expert permute, the FFN (GEMM1, bias
+// add, activation, GEMM2, bias add), post-expert permute, each chunk's combine all-to-all
+// following on the NCCL stream; decode in fp32 (cast up, one weighted gather per slot, their
+// sum, cast down).
 
 #include <array>
 #include <fmt/format.h>
@@ -68,8 +70,9 @@ uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
 std::vector<TutelDegreeEstimate> tutel_degree_estimates(const gpu::GpuConfig& gpu, const ModelShape& m, int64_t gpus,
                                                         int64_t local_experts, double cf, int64_t tokens_per_gpu,
                                                         int64_t max_rows, Bandwidth link_bandwidth) {
-  // scatter all-to-all, permute, GEMM1, activation, GEMM2, permute back, gather all-to-all
-  constexpr int kernels_per_chunk = 7;
+  // scatter all-to-all, permute, GEMM1, bias add, activation, GEMM2, bias add, permute back,
+  // gather all-to-all
+  constexpr int kernels_per_chunk = 9;
   const double hbm = static_cast<double>(gpu.hbm_achievable().bytes_per_second());
   // One GEMM alone on the GPU: its tile waves (every tile takes the same time) or its operand
   // traffic, whichever is longer.
@@ -184,9 +187,7 @@ class TutelSystem final : public MoeSystem {
     Cluster& c = *cluster_;
     SharedKernels k(c);
     const ModelShape& m = c.model();
-    gpu::Gpu& gpu = c.gpu(g);
     gpu::Stream& s = c.stream(g);
-    gpu::Stream& ns = gpu.create_stream("tutel_nccl");
     gpu::Host& host = c.host(g);
     const int64_t tokens = c.workload().tokens().count(g);
     const uint64_t t = u(tokens);
@@ -205,14 +206,31 @@ class TutelSystem final : public MoeSystem {
     }
     issue_encode(g, k, t);
 
-    // a2a_ffn_overlap_forward: the NCCL stream waits for the encoded buffer, then sends every
-    // chunk; the compute stream runs each chunk's experts once its chunk has arrived; the
-    // combine of each chunk follows all sends on the same NCCL stream.
-    // One Python call into the extension per direction, which issues one NCCL group per chunk
-    // (inference from the extension's interface; docs/systems.md).
-    host.framework_op();
+    if (degree_ > 1) {
+      issue_overlapped(g, k);
+    } else {
+      issue_unpipelined(g, k);
+    }
+    issue_decode(g, k, t);
+  }
+
+  // a2a_ffn_overlap_forward (overlap.py:29-65, non-2dh, d > 1) through the extension
+  // (custom/custom_kernel.cpp:414-568): CurrentStreamRelease records event 0 on the compute
+  // stream; AllToAllScatterAsync makes Tutel's NCCL stream wait for it and issues one NCCL group
+  // per chunk, recording chunk i's event after it; per chunk the compute stream acquires the
+  // event, runs the experts between the two permutes and releases the event again; only after
+  // every chunk is issued, AllToAllGatherAsync issues each chunk's gather behind its event and
+  // records event 0, which the final CurrentStreamAcquire waits for. Each `.apply` is one
+  // framework op; the events and NCCL groups are the extension's raw calls.
+  void issue_overlapped(int g, const SharedKernels& k) {
+    Cluster& c = *cluster_;
+    gpu::Gpu& gpu = c.gpu(g);
+    gpu::Stream& s = c.stream(g);
+    gpu::Stream& ns = gpu.create_stream("tutel_nccl");
+    gpu::Host& host = c.host(g);
     const gpu::EventId encoded = gpu.create_event("tutel_encoded");
-    host.record(s, encoded);
+    stream_release(g, s, encoded);
+    host.framework_op();  // AllToAllScatterAsync.apply
     host.wait(ns, encoded);
     std::vector<gpu::EventId> arrived, computed;
     for (int i = 0; i < degree_; ++i) {
@@ -222,36 +240,129 @@ class TutelSystem final : public MoeSystem {
       scatter_[u(i)]->launch(g, ns, [this, g, i] { mark_dispatch(g, i); });
       host.record(ns, arrived.back());
     }
-    const int el = local(g);
-    const uint64_t chunk_rows = u(n_) * u(chunk_);  // per local expert: every source's chunk
     for (int i = 0; i < degree_; ++i) {
+      host.framework_op();  // CurrentStreamAcquire.apply
       host.wait(s, arrived[u(i)]);
-      if (el > 0) {
-        gpu::KernelSpec pre = k.permute(g, u(el) * chunk_rows, "tutel_pre_expert_permute");
-        pre.on_done = [this, g, i] { fn_->pre_permute(g, i); };
-        c.op(g, s, Activity::DataShuffle, std::move(pre));
-        const std::vector<uint64_t> rows(u(el), chunk_rows);
-        gpu::KernelSpec g1 = k.gemm1_model(rows).kernel("tutel_gemm1", fn_->gemm_hooks(g, i, true));
-        if (i == degree_ - 1) g1.on_done = [&c, g] { c.phases(g).gemm1_end = c.sim().now(); };
-        c.op(g, s, Activity::ExpertCompute, std::move(g1));
-        c.op(g, s, Activity::ExpertCompute, k.activation(g, u(el) * chunk_rows));
-        c.op(g, s, Activity::ExpertCompute, k.gemm2_model(rows).kernel("tutel_gemm2", fn_->gemm_hooks(g, i, false)));
-        gpu::KernelSpec post = k.permute(g, u(el) * chunk_rows, "tutel_post_expert_permute");
-        post.on_done = [this, g, i] { fn_->post_permute(g, i); };
-        c.op(g, s, Activity::DataShuffle, std::move(post));
-      }
-      host.record(s, computed[u(i)]);
+      permute_copy(g, k, i, true);
+      host.framework_op();  // pre_expert_permute's final view
+      issue_experts(g, k, i);
+      permute_copy(g, k, i, false);
+      host.framework_op();  // post_expert_permute's final view
+      stream_release(g, s, computed[u(i)]);
     }
     const gpu::EventId combined = gpu.create_event("tutel_combined");
-    host.framework_op();
+    host.framework_op();  // AllToAllGatherAsync.apply
     for (int i = 0; i < degree_; ++i) {
       host.wait(ns, computed[u(i)]);
       host.nccl_call();
       gather_[u(i)]->launch(g, ns, [this, g, i] { mark_combine(g, i); });
     }
     host.record(ns, combined);
+    host.framework_op();  // CurrentStreamAcquire.apply
     host.wait(s, combined);
-    issue_decode(g, k, t);
+  }
+
+  // CurrentStreamRelease.apply (communicate.py:220-228): the apply, `input.contiguous()` of a
+  // contiguous tensor (no kernel) and the extension's event record on the compute stream.
+  void stream_release(int g, gpu::Stream& s, gpu::EventId event) {
+    gpu::Host& host = cluster_->host(g);
+    host.framework_op();
+    host.framework_op();
+    host.record(s, event);
+  }
+
+  // Degree 1, the authors' harness (moe_layer.py:302-305): `C.all_to_all(y, 1, 0)`, the experts,
+  // `C.all_to_all(y, 0, 1)` through PyTorch's `dist.all_to_all_single` (communicate.py:379-431,
+  // 145-156). Each all_to_all_single runs on ProcessGroupNCCL's stream behind an event from the
+  // compute stream and records an end event that `work.wait()` makes the compute stream wait for
+  // (docs/research/megatron-router-te-ops.md row 22); the permute copies are the `contiguous`
+  // calls inside the two all_to_alls.
+  void issue_unpipelined(int g, const SharedKernels& k) {
+    Cluster& c = *cluster_;
+    gpu::Host& host = c.host(g);
+    gpu::Stream& ns = c.gpu(g).create_stream("process_group_nccl");
+    host.framework_op();  // simple_all_to_all's input.contiguous(): already contiguous
+    all_to_all_single(g, ns, *scatter_[0], [this, g] { mark_dispatch(g, 0); });
+    permute_copy(g, k, 0, true);  // local_input.view, permute, contiguous
+    host.framework_op();          // view
+    issue_experts(g, k, 0);
+    permute_copy(g, k, 0, false);  // input.view, permute, then simple_all_to_all's contiguous
+    all_to_all_single(g, ns, *gather_[0], [this, g] { mark_combine(g, 0); });
+    host.framework_op();  // local_input.view
+  }
+
+  // simple_all_to_all(background=True) after its `input.contiguous()`, and its f_async
+  // (communicate.py:145-156, 396-420): `torch.empty_like`, `dist.all_to_all_single` (events
+  // around one NCCL group), then `work.wait()` and `RestoreBackward.apply`.
+  void all_to_all_single(int g, gpu::Stream& ns, NcclGroupCall& call, Callback done) {
+    Cluster& c = *cluster_;
+    gpu::Host& host = c.host(g);
+    gpu::Stream& s = c.stream(g);
+    const gpu::EventId ready = c.gpu(g).create_event("tutel_a2a_ready");
+    const gpu::EventId end = c.gpu(g).create_event("tutel_a2a_end");
+    host.framework_op();  // empty_like
+    host.framework_op();  // dist.all_to_all_single
+    host.record(s, ready);
+    host.wait(ns, ready);
+    host.nccl_call();
+    call.launch(g, ns, std::move(done));
+    host.record(ns, end);
+    host.framework_op();  // work.wait()
+    host.wait(s, end);
+    host.framework_op();  // RestoreBackward.apply
+  }
+
+  // A permute copy (pre_expert_permute / post_expert_permute, communicate.py:538-554, or the
+  // same copy inside all_to_all at degree 1): view and permute (no kernels), then `contiguous`,
+  // the copy of every local expert's rows of chunk i. A GPU without local experts copies nothing.
+  void permute_copy(int g, const SharedKernels& k, int i, bool pre) {
+    Cluster& c = *cluster_;
+    c.host(g).framework_op();  // view
+    c.host(g).framework_op();  // permute
+    const uint64_t rows = u(local(g)) * u(n_) * u(chunk_);
+    if (rows == 0) {
+      c.host(g).framework_op();  // contiguous of an empty tensor: no kernel
+      return;
+    }
+    gpu::KernelSpec copy = k.permute(g, rows, pre ? "tutel_pre_expert_permute" : "tutel_post_expert_permute");
+    if (pre) {
+      copy.on_done = [this, g, i] { fn_->pre_permute(g, i); };
+    } else {
+      copy.on_done = [this, g, i] { fn_->post_permute(g, i); };
+    }
+    c.op(g, c.stream(g), Activity::DataShuffle, std::move(copy));
+  }
+
+  // expert_local (moe_layer.py:214-217) on chunk i: x.view, then FusedExpertsNetwork.forward
+  // (experts/ffn.py:51-99: two bias unsqueezes, the weight permute, matmul + bias add,
+  // activation, matmul + bias add), then y.reshape: 10 framework ops, 5 kernels.
+  void issue_experts(int g, const SharedKernels& k, int i) {
+    Cluster& c = *cluster_;
+    const ModelShape& m = c.model();
+    gpu::Host& host = c.host(g);
+    gpu::Stream& s = c.stream(g);
+    for (int v = 0; v < 4; ++v) host.framework_op();  // x.view, 2 unsqueezes, permute
+    const int el = local(g);
+    const uint64_t rows = u(n_) * u(chunk_);  // per local expert: every source's chunk
+    if (el == 0) {
+      for (int v = 0; v < 6; ++v) host.framework_op();  // empty tensors: no kernels
+      return;
+    }
+    const uint64_t all_rows = u(el) * rows;
+    const uint64_t eb = u(m.dtype_bytes);
+    const std::vector<uint64_t> per_expert(u(el), rows);
+    gpu::KernelSpec g1 = k.gemm1_model(per_expert).kernel("tutel_gemm1", fn_->gemm_hooks(g, i, true));
+    if (i == degree_ - 1) g1.on_done = [&c, g] { c.phases(g).gemm1_end = c.sim().now(); };
+    c.op(g, s, Activity::ExpertCompute, std::move(g1));
+    // torch.add(y, bias): read and write the GEMM's output, read the [E_l, 1, N] bias.
+    const auto bias_add = [&](const char* name, uint64_t cols) {
+      return k.memory(g, name, 2 * all_rows * cols * eb + u(el) * cols * eb);
+    };
+    c.op(g, s, Activity::ExpertCompute, bias_add("tutel_fc1_bias_add", u(m.gemm1_cols())));
+    c.op(g, s, Activity::ExpertCompute, k.activation(g, all_rows));
+    c.op(g, s, Activity::ExpertCompute, k.gemm2_model(per_expert).kernel("tutel_gemm2", fn_->gemm_hooks(g, i, false)));
+    c.op(g, s, Activity::ExpertCompute, bias_add("tutel_fc2_bias_add", u(m.hidden)));
+    host.framework_op();  // y.reshape: a view
   }
 
   // Hidden size, the model's bytes per element, the dispatcher's fp32 bytes per element and the

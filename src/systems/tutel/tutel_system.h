@@ -14,7 +14,7 @@ namespace moehub {
 
 struct TutelConfig {
   double capacity_factor = 1.0;  // systems.tutel.capacity_factor
-  int overlap_degree = 0;        // systems.tutel.overlap_degree; 0 = adaptive
+  int overlap_degree = 1;        // systems.tutel.overlap_degree; 0 = adaptive
   NcclKernelShape nccl;          // systems.tutel.nccl_cta_threads
   static TutelConfig from(const Config& config);
   static void declare(ParamRegistry& registry);
@@ -25,7 +25,7 @@ struct TutelConfig {
 // work f (GEMM1 and GEMM2 of local experts x gpus x capacity/d rows: tile waves vs operand
 // bytes over HBM, whichever is longer) and its NVLink time c (the chunk's bytes to the other
 // GPUs over `link_bandwidth`, once out for the scatter and once for the gather) form a
-// three-stage pipeline, T(d) = 2c + f + (d - 1) max(2c, f), plus seven launch
+// three-stage pipeline, T(d) = 2c + f + (d - 1) max(2c, f), plus nine launch
 // gaps per chunk (its kernels). The smallest T wins; ties keep the smaller d.
 struct TutelDegreeEstimate {
   int degree = 1;
