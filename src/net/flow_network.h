@@ -79,6 +79,11 @@ class FlowNetwork final : public TransferNetwork {
     // A deque: thousands of hub packets may wait in one class, and a vector's doubling held up
     // to three times their size at its peak (heaptrack, session 21).
     std::deque<Member> members;
+    FlowClass() = default;
+    // Noexcept, so that classes_ (a vector) moves its classes when it grows (a deque's own move
+    // constructor may allocate; running out of memory here ends the run).
+    FlowClass(FlowClass&&) noexcept = default;
+    FlowClass& operator=(FlowClass&&) = default;
     double next_finish = 0;       // members.front().finish
     double last_finish = 0;       // the latest member's finish (merged pairs serve in start order)
     int64_t due_ps = kNever;      // when the front member's payload has left
@@ -147,7 +152,7 @@ class FlowNetwork final : public TransferNetwork {
     std::vector<std::pair<uint64_t, uint32_t>> keyed;  // (formed, slot)
   };
   // Slots: a class keeps its slot while it has members; a drained class's slot is reused.
-  std::deque<FlowClass> classes_;  // a deque: a class (and its member queue) never moves
+  std::vector<FlowClass> classes_;
   std::vector<uint32_t> free_;    // slots to reuse
   size_t live_classes_ = 0;
   std::vector<std::pair<uint64_t, uint32_t>> order_;  // (formed, slot) in order of formation
