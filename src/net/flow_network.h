@@ -14,9 +14,11 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "net/fabric_topology.h"
@@ -33,7 +35,7 @@ class FlowNetwork final : public TransferNetwork {
   void flush_trace() override;
   std::vector<std::string> conservation_violations() const override {
     for (const FlowClass& c : classes_) {
-      if (!c.members.empty()) return {"a flow is still in progress after the run drained"};
+      if (c.live && !c.members.empty()) return {"a flow is still in progress after the run drained"};
     }
     return {};
   }
@@ -47,7 +49,9 @@ class FlowNetwork final : public TransferNetwork {
   // max-min rate, so they are allocated as one class: a progressive filling over classes, not
   // flows (a hub packet is one small flow each, and thousands are in flight at once). Members
   // of a class progress together: the class counts the payload each member has received
-  // (`served`), and a member is done when that reaches its `finish`.
+  // (`served_at`), and a member is done when that reaches its `finish`. Each class's next
+  // completion time sits in a heap (due_), so an event reads only the classes due then.
+  static constexpr int64_t kNever = INT64_MAX;
   struct Member {
     double finish = 0;  // the class's `served` at which this flow's payload has left
     uint64_t seq = 0;   // start order: completions at one instant are reported in it
@@ -66,38 +70,72 @@ class FlowNetwork final : public TransferNetwork {
     double ack_per_byte = 0;  // between nodes: fabric packets per payload byte
     std::array<Load, 8> loads{};
     uint32_t load_count = 0;
-    double rate = 0;    // payload bytes per second, per member
-    double served = 0;  // payload bytes each member has received since the class formed
-    std::vector<Member> members;  // a min-heap on (finish, seq)
-    // members.front().finish, kept beside the class: the per-event walks over every class
-    // (completions due, the next completion) then read no member.
-    double next_finish = 0;
-    double last_finish = 0;  // the latest member's finish (merged pairs serve in start order)
+    double rate = 0;  // payload bytes per second, per member
+    // The payload each member has received is served_base at since_ps, then grows at `rate`:
+    // it is brought up to date only when the rate changes, not at every event.
+    double served_base = 0;
+    int64_t since_ps = 0;
+    // A min-heap on (finish, seq); merged, a queue in start order (which is that heap's order).
+    // A deque: thousands of hub packets may wait in one class, and a vector's doubling held up
+    // to three times their size at its peak (heaptrack, session 21).
+    std::deque<Member> members;
+    FlowClass() = default;
+    // Noexcept, so that classes_ (a vector) moves its classes when it grows (a deque's own move
+    // constructor may allocate; running out of memory here ends the run).
+    FlowClass(FlowClass&&) noexcept = default;
+    FlowClass& operator=(FlowClass&&) = default;
+    double next_finish = 0;       // members.front().finish
+    double last_finish = 0;       // the latest member's finish (merged pairs serve in start order)
+    int64_t due_ps = kNever;      // when the front member's payload has left
+    uint64_t due_key = 0;         // the key of the class's current entry in due_
+    uint64_t formed = 0;          // formation order: the allocation's order within a component
+    bool live = false;            // false: a free slot
   };
   struct Resource {  // one GPU's links in one direction, all planes together, or a fabric link
     double capacity = 0;  // wire bytes per second
     double load = 0;      // wire bytes per second currently used
-    double bytes = 0;     // wire bytes carried so far
+    double bytes = 0;     // wire bytes carried up to since_ps (then `load` per second)
+    int64_t since_ps = 0;
     int64_t busy_ps = 0;  // time with load > 0
     int64_t busy_since = -1;
   };
-
+  // An entry of the completion heap: a class's next completion time when it was pushed;
+  // superseded entries (the class's due_key moved on) are skipped when they surface.
+  struct Due {
+    int64_t at_ps;
+    uint64_t key;
+    uint32_t slot;
+  };
   // The class's weight in the max-min allocation: one per message, or one per merged class.
   double class_weight(const FlowClass& c) const {
     return cfg_.flow_merge_pairs ? 1.0 : static_cast<double>(c.members.size());
   }
   size_t egress(int gpu) const { return static_cast<size_t>(gpu) * 2; }
   size_t ingress(int gpu) const { return static_cast<size_t>(gpu) * 2 + 1; }
-  FlowClass& class_for(int src, int dst, double wire_per_byte, double ack_per_byte);
+  uint32_t class_for(int src, int dst, double wire_per_byte, double ack_per_byte);  // its slot
   void route(FlowClass& c) const;
   // From the payload's departure to the last packet's arrival.
   Time tail(int src, int dst, uint64_t bytes) const;
   void trace_busy(size_t resource, int64_t since, int64_t now);
-  void fabric_stats(nlohmann::json& links, nlohmann::json& out, double dt) const;
+  void fabric_stats(nlohmann::json& links, nlohmann::json& out) const;
+  static double bytes_at(const Resource& r, int64_t now) {
+    return r.bytes + r.load * (static_cast<double>(now - r.since_ps) / 1e12);
+  }
   std::vector<uint32_t>& pair_classes(int src, int dst) { return classes_by_pair_(src, dst); }
   bool crosses_fabric(int src, int dst) const { return fabric_ && !fabric_->same_node(src, dst); }
-  void advance();
+  double served_at(const FlowClass& c, int64_t now) const {
+    return c.served_base + c.rate * (static_cast<double>(now - c.since_ps) / 1e12);
+  }
+  void set_due(uint32_t slot, int64_t now);  // recomputes the class's due time and pushes it
+  void complete_due(int64_t now, std::vector<uint32_t>& drained);
+  void drop_class(uint32_t slot);
+  void touch(const FlowClass& c);
   void reallocate();
+  void collect_component(uint32_t seed);
+  void order_component();
+  void prepare_component();
+  void fill_component(int64_t now);
+  void apply_rates(int64_t now);
   void account_busy(int64_t now);
   void schedule_next();
   void on_event(uint64_t generation);
@@ -107,11 +145,22 @@ class FlowNetwork final : public TransferNetwork {
   Simulator& sim_;
   TraceRecorder* trace_;
   struct Scratch {
-    std::vector<double> room, weight;
-    std::vector<uint32_t> crossing, first, fill, on, active;
-    std::vector<char> frozen;
+    std::vector<double> room, weight, rate, load;
+    std::vector<uint32_t> crossing, first, fill, on, active, full, drained;
+    std::vector<char> frozen, seen_res, seen_cls, in_comp;
+    std::vector<uint32_t> comp_cls, comp_res, local, stack, visited_res, visited_cls;
+    std::vector<std::pair<uint64_t, uint32_t>> keyed;  // (formed, slot)
   };
-  std::vector<FlowClass> classes_;  // in order of formation; empty classes are removed
+  // Slots: a class keeps its slot while it has members; a drained class's slot is reused.
+  std::vector<FlowClass> classes_;
+  std::vector<uint32_t> free_;    // slots to reuse
+  size_t live_classes_ = 0;
+  std::vector<std::pair<uint64_t, uint32_t>> order_;  // (formed, slot) in order of formation
+  uint64_t next_formed_ = 0;
+  std::vector<std::vector<uint32_t>> res_classes_;  // per resource: the live classes loading it
+  std::vector<uint32_t> seeds_;  // resources touched since the last allocation
+  std::vector<Due> due_;             // a min-heap on at_ps: the next completion of each class
+  uint64_t next_due_key_ = 0;
   // Indices into classes_ per (src, dst): a flow start looks among the classes of its
   // own pair (usually one) instead of walking every class (about a thousand with 32 GPUs).
   PerPair<std::vector<uint32_t>> classes_by_pair_;
@@ -129,7 +178,6 @@ class FlowNetwork final : public TransferNetwork {
   std::vector<Done> done_scratch_;  // kept between events: no allocation per completion
   uint64_t next_seq_ = 0;
   bool unsettled_ = false;
-  Time last_update_;
   uint64_t generation_ = 0;
   EventHandle pending_;
   uint64_t flows_completed_ = 0;

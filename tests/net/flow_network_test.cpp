@@ -187,5 +187,62 @@ TEST(FlowNetwork, AFlowFindsItsClassAfterAnEarlierClassWasRemoved) {
   EXPECT_NEAR(later[2] / (link / 2), 1.0, 1e-9);
 }
 
+// Each class's next completion sits in a heap: pairs on disjoint links finish at their own
+// times, and one pair draining (a reallocation) leaves the others' rates and times alone.
+TEST(FlowNetwork, DisjointPairsFinishAtTheirOwnTimesWhateverDrainsBeside) {
+  Simulator sim;
+  FlowNetwork net(test::h800_like(6), sim);
+  Time a, b, c;
+  net.transfer(0, 1, 1 << 20, 0, [&] { a = sim.now(); });
+  net.transfer(2, 3, 2 << 20, 0, [&] { b = sim.now(); });
+  net.transfer(4, 5, 512 << 10, 0, [&] { c = sim.now(); });
+  const double link = 200e9 * 128 / 144;
+  for (double r : net.rates()) EXPECT_NEAR(r / link, 1.0, 1e-12);
+  std::vector<double> after;
+  sim.schedule_at(Time::from_ns(4000), [&] { after = net.rates(); });  // 4->5 has drained
+  sim.run();
+  // Wire bytes at 200 GB/s: 1 MiB 5898.24 ns, 2 MiB 11796.48 ns, 512 KiB 2949.12 ns; then 602880 ps.
+  EXPECT_EQ(c.ps(), 2949120 + 602880);
+  EXPECT_EQ(a.ps(), 5898240 + 602880);
+  EXPECT_EQ(b.ps(), 11796480 + 602880);
+  ASSERT_EQ(after.size(), 2u);
+  for (double r : after) EXPECT_NEAR(r / link, 1.0, 1e-12);
+}
+
+// Max-min rates decompose over connected components: when a class forms or drains, only its
+// component is filled again, and the other component's rates stay exactly as they were.
+TEST(FlowNetwork, AChangeInOneComponentLeavesTheOtherComponentsRatesExactlyAlone) {
+  Simulator sim;
+  FlowNetwork net(test::h800_like(6), sim);
+  // Component A: 0->1 and 2->1 share GPU 1's ingress (half each). Component B: 3->4 alone.
+  net.transfer(0, 1, 4 << 20, 0, [] {});
+  net.transfer(2, 1, 4 << 20, 0, [] {});
+  net.transfer(3, 4, 1 << 20, 0, [] {});
+  const double link = 200e9 * 128 / 144;
+  const auto before = net.rates();
+  ASSERT_EQ(before.size(), 3u);
+  EXPECT_NEAR(before[0] / (link / 2), 1.0, 1e-12);
+  EXPECT_NEAR(before[1] / (link / 2), 1.0, 1e-12);
+  EXPECT_NEAR(before[2] / link, 1.0, 1e-12);
+  std::vector<double> joined, drained;
+  // B gains 5->4 (GPU 4's ingress split in two), then both of B's pairs drain: A untouched.
+  sim.schedule_at(Time::from_ns(1000), [&] {
+    net.transfer(5, 4, 1 << 20, 0, [] {});
+    joined = net.rates();
+  });
+  sim.schedule_at(Time::from_ns(15000), [&] { drained = net.rates(); });
+  sim.run();
+  ASSERT_EQ(joined.size(), 4u);
+  EXPECT_EQ(joined[0], before[0]);
+  EXPECT_EQ(joined[1], before[1]);
+  EXPECT_NEAR(joined[2] / (link / 2), 1.0, 1e-12);
+  EXPECT_NEAR(joined[3] / (link / 2), 1.0, 1e-12);
+  // At 15 us B has drained (3->4 at 10.8 us: 1 us alone, 979648 wire bytes at 100 GB/s; 5->4
+  // at 11.8 us) and A, 4 MiB at half rate (47.2 us), still runs at the same rates.
+  ASSERT_EQ(drained.size(), 2u);
+  EXPECT_EQ(drained[0], before[0]);
+  EXPECT_EQ(drained[1], before[1]);
+}
+
 }  // namespace
 }  // namespace moehub
