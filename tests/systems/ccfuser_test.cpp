@@ -36,22 +36,14 @@ TEST(Ccfuser, RemoteRowsArePulledAsReadRequestsAndResponses) {
 // each whose row count from this rank is not a multiple of 64, 4 after: 46 + 3 x that number.
 // Syncs: .cuda(), .item(), .cpu(); H2D copies: .cuda() and the 7 plan tensors.
 TEST(Ccfuser, OpCountsAsTheCodeIssuesThem) {
+  // Every rank sends each expert between 1 and 63 rows here (1024 tokens, top-2 of 8 experts on
+  // 8 GPUs: about 32; BlocksOf64RowsPairedLocalWithRemote checks the bound), so each of the three
+  // popular experts' counts is partial on every rank: 46 + 3 x 3 = 55 framework ops.
   SystemRun r("ccfuser", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024"});
-  const int64_t experts = r.workload.model().experts();
-  ASSERT_GE(experts, 3);
-  std::vector<std::pair<int64_t, int64_t>> load;  // (-rows from every rank, expert)
-  for (int64_t e = 0; e < experts; ++e) {
-    int64_t n = 0;
-    for (int src = 0; src < r.cluster->gpus(); ++src) n += r.workload.plan().rows_to_expert(src, e);
-    load.emplace_back(-n, e);
-  }
-  std::sort(load.begin(), load.end());
   for (int g = 0; g < r.cluster->gpus(); ++g) {
-    uint64_t partial = 0;
-    for (size_t i = 0; i < 3; ++i) partial += r.workload.plan().rows_to_expert(g, load[i].second) % 64 != 0 ? 1 : 0;
     EXPECT_EQ(r.count(g, Activity::Synchronisation), 3);
     const gpu::HostOps o = r.cluster->host(g).ops();
-    EXPECT_EQ(o.framework_ops, 46u + 3u * partial) << "GPU " << g;
+    EXPECT_EQ(o.framework_ops, 55u) << "GPU " << g;
     EXPECT_EQ(o.nccl_calls, 1u) << "GPU " << g;
     EXPECT_EQ(o.syncs, 3u) << "GPU " << g;
     EXPECT_EQ(o.d2h_copies, 2u) << "GPU " << g;
