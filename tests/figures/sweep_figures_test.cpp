@@ -51,11 +51,22 @@ void expect_columns(const CsvTable& t, const std::vector<std::pair<std::string, 
   for (const auto& [name, value] : expected) EXPECT_EQ(column(t, name), value) << name;
 }
 
-TEST(Fig5, GpuZeroAgainstTheMeanOfTheOthers) {
-  const ParamRegistry registry = build_param_registry();
-  const ConfigSource configs(PresetCatalog(MOEHUB_SOURCE_CONFIG_DIR), registry);
+// The shipped presets as the figures read them.
+struct ShippedPresets {
+  ParamRegistry registry = build_param_registry();
+  ConfigSource configs{PresetCatalog(MOEHUB_SOURCE_CONFIG_DIR), registry};
+};
+
+FigureSpec spec_of(const std::string& kind) {
   FigureSpec spec;
-  spec.name = spec.kind = "fig5";
+  spec.name = spec.kind = kind;
+  return spec;
+}
+
+TEST(Fig5, GpuZeroAgainstTheMeanOfTheOthers) {
+  const ShippedPresets presets;
+  const ConfigSource& configs = presets.configs;
+  const FigureSpec spec = spec_of("fig5");
   // GPU 0 holds 6 of 16 experts; GPUs 1-3 land their last rows at 10, 20, 30 us (mean 20).
   const FigureRuns r = one_point(spec, "[0,0,0,0,0,0,1,1,1,2,2,2,3,3,3,3]",
                                  cell_with({{"last_row_landed_us", {40.0, 10.0, 20.0, 30.0}},
@@ -75,10 +86,9 @@ TEST(Fig5, GpuZeroAgainstTheMeanOfTheOthers) {
 }
 
 TEST(Fig6, SharesOfTheCommunicationLatencyLeaveTheSmWaitOut) {
-  const ParamRegistry registry = build_param_registry();
-  const ConfigSource configs(PresetCatalog(MOEHUB_SOURCE_CONFIG_DIR), registry);
-  FigureSpec spec;
-  spec.name = spec.kind = "fig6";
+  const ShippedPresets presets;
+  const ConfigSource& configs = presets.configs;
+  const FigureSpec spec = spec_of("fig6");
   const FigureRuns r = one_point(spec, "",
                                  cell_with({{"producer_us", 6.0}, {"tile_assembly_us", 3.0}, {"signal_us", 1.0},
                                             {"sm_wait_us", 50.0}, {"gemm1_polling_share", 0.25}}));
