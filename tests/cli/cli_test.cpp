@@ -237,7 +237,7 @@ TEST(CliBadInput, EveryParameterAnswersBadValuesWithOneLineOrRuns) {
     const std::string key = p["key"].get<std::string>();
     for (const std::string value : {"-1", "0", "abc", "", "1e30", "99999999999999999999"}) {
       fs::remove(out);
-      const Result r = moehub({"run", "--tokens", "256", "--systems", "ideal,megatron-te,moehub", "--set", key + "=" + value, "--format", "json",
+      const Result r = moehub({"run", "--tokens", "64", "--systems", "ideal,megatron-te,moehub", "--set", key + "=" + value, "--format", "json",
                                "--output", out.string()});
       const std::string where = key + "=" + value;
       if (r.status == 0) {
