@@ -2,7 +2,7 @@
 # `make run` builds only the moehub program, with link-time optimisation, in build/.
 # `make test` builds the tests and a moehub without link-time optimisation (same results, a
 # quicker build) in build-test/, runs them, then the unit tests under the sanitizers in
-# build-asan/ (build times from a clean clone: docs/PERFORMANCE.md).
+# build-asan/ (build times from a clean clone: docs/performance/build-and-test.md).
 BUILD_DIR ?= build
 TEST_DIR ?= build-test
 ASAN_DIR ?= build-asan
@@ -32,7 +32,7 @@ run: build
 	$(BUILD_DIR)/moehub run
 
 # -O2, not CMake's Release -O3: the same results byte for byte (no fast-math, no FP contraction),
-# a 16-27 % quicker compile of the largest unity files and no slower a run (docs/PERFORMANCE.md).
+# a 16-27 % quicker compile of the largest unity files and no slower a run (docs/performance/build-and-test.md).
 test-release: deps
 	@cmake -S . -B $(TEST_DIR) $(call generator,$(TEST_DIR)) -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" -DMOEHUB_LTO=OFF -DMOEHUB_BUILD_BENCH=OFF >/dev/null
 	@cmake --build $(TEST_DIR) -j $(JOBS)

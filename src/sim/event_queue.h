@@ -87,7 +87,7 @@ class EventQueue {
   // 16384 buckets of 64 ps: a 1.05 us window. Narrow buckets keep most insertions at an empty
   // bucket or its tail (events a few ns apart are scheduled in nearly any order); 16 ps buckets
   // walk less still, but their 512 KiB array costs more in cache misses than the walks save
-  // when two simulations share a core's caches (docs/PERFORMANCE.md).
+  // when two simulations share a core's caches (docs/performance/event-core.md).
   static constexpr uint32_t kBucketBits = 6;
   static constexpr uint32_t kBuckets = 16384;
   static constexpr uint32_t kMaxWalk = 8;  // longer in-bucket walks go to the heap instead
