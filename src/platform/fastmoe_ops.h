@@ -2,7 +2,7 @@
 // FastMoE's gate and count path (laekov/fastmoe v1.1.0) as the op sequence its Python code
 // issues, shared by the systems built on FastMoE (fastermoe, and ccfuser, whose `mix_moe`
 // package is a FastMoE fork with the same gate and count functions). Each call is a framework
-// op; docs/systems.md "## fastermoe" lists each op with its source line.
+// op; docs/systems/fastermoe.md lists each op with its source line.
 
 #include <cstdint>
 

@@ -44,7 +44,7 @@ class StreamCollective {
 
 // cudaMemcpyAsync(H2D) of a small plan: the host's issue cost, then a copy of
 // host.d2h_latency + bytes / host.d2h_bandwidth on the stream (PCIe is symmetric: the D2H
-// figures stand for H2D; assumption, docs/systems.md).
+// figures stand for H2D; assumption, docs/systems/comet.md).
 void host_to_device_copy(Cluster& cluster, int g, gpu::Stream& stream, std::string label, uint64_t bytes);
 
 }  // namespace moehub

@@ -82,7 +82,7 @@ TEST(TpCli, AllRunsEverySystemWithATpModelAndListsTheOthers) {
 }
 
 TEST(TpCli, SystemsWithoutTpRefuseAndBadShapesNameTheKey) {
-  // Each says what its code does instead, with the citation (docs/systems.md, EP+TP).
+  // Each says what its code does instead, with the citation (docs/systems/ep-tp.md).
   for (const auto& [s, cited] : std::vector<std::pair<std::string, std::string>>{
            {"fastermoe", "laekov/fastmoe @5b60285"},
            {"tutel", "microsoft/tutel @71db950 tutel/impls/moe_layer.py L102-106"},

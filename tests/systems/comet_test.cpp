@@ -41,7 +41,7 @@ TEST(Comet, CommunicationBlocksStayOnTheirSms) {
 }
 
 // Written from the MoE-Hub authors' harness (ZSL98/Megatron-LM fd11ea94, moe_layer.py:694-729;
-// docs/systems.md "## comet"). Framework ops: reshape, the router's linear, 2 views, topk,
+// docs/systems/comet.md). Framework ops: reshape, the router's linear, 2 views, topk,
 // softmax, type_as, view(-1), bincount (9); 2 x torch.empty; 2 x _all_gather_base;
 // forward_multiple_weights; activation; scatter_index.view(-1); forward_gather_rs; unsqueeze:
 // 18. NCCL calls: the 2 all-gathers. Host syncs: bincount's min and max read to the host, and

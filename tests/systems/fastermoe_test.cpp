@@ -59,7 +59,7 @@ TEST(FasterMoe, OpCountsAsTheCodeIssuesThem) {
     EXPECT_EQ(test::count_activity(c, g, Activity::Synchronisation), 9) << "GPU " << g;
   }
   EXPECT_EQ(r->system->stats(c)["steps"], 4);
-  // Written from fastmoe v1.1.0 (docs/systems.md, fastermoe). NCCL calls: the count exchange +
+  // Written from fastmoe v1.1.0 (docs/systems/fastermoe.md). NCCL calls: the count exchange +
   // one per step and local expert each way (1 + 2 x 4 x 2). Framework ops: ensure_comm (1);
   // NaiveGate: linear, topk, view, softmax, zeros, .cuda() (6); count_by_gate: zeros,
   // expert_count, long, expert_exchange, cumsum, int, [-1], .item(), empty, assign_pos (10);

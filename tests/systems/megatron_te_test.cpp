@@ -49,7 +49,7 @@ TEST(MegatronTe, NoExpertGemmBeforeTheDispatchAllToAllEndsAndNoCombineBeforeTheL
   }
 }
 
-// The counts written from the code (docs/systems.md, megatron-te): the router's 23 kernels and
+// The counts written from the code (docs/systems/megatron-te.md): the router's 23 kernels and
 // 26 framework ops (training, aux loss), the dispatcher's 16 kernels and 22 framework ops, the
 // experts' 15 host-only torch calls (TEGroupedMLP's `tolist`; per GroupedLinear `apply`,
 // `view`, `split`, `empty`, `split`, the custom op and `out.view`, 7 where one was counted

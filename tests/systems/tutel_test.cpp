@@ -152,7 +152,7 @@ TEST(Tutel, OverlapDegreeSplitsTheAllToAllsAndExperts) {
   EXPECT_EQ(gemm1, 4);
 }
 
-// Written from microsoft/tutel v0.3.0 (commit 71db950; docs/systems.md "## tutel") for top-2,
+// Written from microsoft/tutel v0.3.0 (commit 71db950; docs/systems/tutel.md) for top-2,
 // capacity factor 1, one local expert per GPU. Framework ops before the exchange: reshape,
 // .to (2); gate linear (1); softmax, topk (2); chunk + 2 views (3); 2 one-hots of zeros,
 // unsqueeze, scatter_ (6); 2 x (mul, sum) (4); gshard_loss (9); slot 0: cumsum, mul, sum,

@@ -17,7 +17,7 @@
 //   GEMM2     moe_second_mm: the same items without fetches; a remote block's results are
 //             stored back to its source rank from the epilogue (nvshmemx_put).
 //   epilogue  barrier (every result landed), local_gather, weighting with the gate scores.
-// docs/systems.md "## ccfuser" lists every constant and its source.
+// docs/systems/ccfuser.md lists every constant and its source.
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -384,7 +384,7 @@ SystemEntry ccfuser_system_entry() {
                      CcfuserParams::declare,
                      [](const Config& c) -> std::unique_ptr<MoeSystem> { return std::make_unique<CcfuserSystem>(CcfuserParams::from(c)); },
                      64, false,
-                     // docs/systems.md, EP+TP
+                     // docs/systems/ep-tp.md
                      "CCFuser's MixMOE partitions whole experts over world_size ranks and takes no process group "
                      "(WongHuLin/CCFuser @3e1990e mix_moe/mix_moe/layers.py L33-60)"};
 }

@@ -12,7 +12,7 @@
 //             tiles count into per-column-split flags; the communication blocks poll them, sum
 //             each token's local rows (weighted) and store the partial into its owner's buffer.
 //   epilogue  barrier (every partial landed), sum of the world partials per token.
-// docs/systems.md "## comet" lists every constant and its source.
+// docs/systems/comet.md lists every constant and its source.
 
 #include <algorithm>
 #include <fmt/format.h>

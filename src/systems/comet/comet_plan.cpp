@@ -28,7 +28,7 @@ ParamTable<CometParams> comet_table() {
            "Layer0 data movement: specialised communication blocks pushing rows (paper) or copy-engine gets of whole "
            "token shards (flux code)");
   t.integer("systems.comet.comm_blocks", &P::comm_blocks,
-            "Layer0 communication blocks (one per SM); 0: the adaptive rule (docs/systems.md)")
+            "Layer0 communication blocks (one per SM); 0: the adaptive rule (docs/systems/comet.md)")
       .at_least(0)
       .at_most(1024)
       .in_unit("blocks");

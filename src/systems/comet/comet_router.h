@@ -3,8 +3,8 @@
 // (ZSL98/Megatron-LM fd11ea94, megatron/core/transformer/moe/moe_layer.py:694-729,
 // MoELayer_flux_uniform_distribution.forward): Megatron's TopKRouter of that fork (router.py,
 // moe_utils.py; load-balancing type "none" as in its launch_mixtral.sh:93), then an
-// all-gather of the routing probabilities and one of the expert indices. docs/systems.md
-// "## comet" lists each op with its source line.
+// all-gather of the routing probabilities and one of the expert indices. docs/systems/comet.md
+// lists each op with its source line.
 
 #include <cstdint>
 

@@ -115,7 +115,7 @@ class DeepEpSystem final : public MoeSystem {
     c_ = &cluster;
     const int n = cluster.gpus();
     // DeepEP V1's intranode kernels connect at most 8 ranks (NUM_MAX_NVL_PEERS); beyond that the
-    // model extends the same mechanism over the larger NVLink domain (docs/systems.md).
+    // model extends the same mechanism over the larger NVLink domain (docs/systems/deepep.md).
     k_ = std::make_unique<SharedKernels>(cluster);
     const Workload& w = cluster.workload();
     const uint64_t row = static_cast<uint64_t>(w.model().row_bytes());

@@ -2,7 +2,7 @@
 // cuda/fastermoe/smart_schedule.{h,cpp}, fmoe/functions.py): the smart schedule. Per GPU:
 // routing; expert_count; the count exchange (grouped ncclSend/ncclRecv of E_l int64 per peer)
 // and the host syncs the code makes before it can size buffers (8 per layer, listed in
-// docs/systems.md); local scatter; zeroed buffers; then the pairwise exchange: on one comm
+// docs/systems/fastermoe.md); local scatter; zeroed buffers; then the pairwise exchange: on one comm
 // stream, the dispatch send/recv of every step (S_0..S_{n-1}), then, after each step's experts,
 // the combine send/recv (R_0..R_{n-1}); on the compute stream, step s's experts start as soon
 // as S_s has arrived (an event between the streams). A sync of the comm stream ends the
@@ -106,7 +106,7 @@ class FasterMoeSystem final : public MoeSystem {
   }
 
  private:
-  static constexpr int kHostSyncs = 9;  // the eight of docs/systems.md and the gate's .cuda()
+  static constexpr int kHostSyncs = 9;  // the eight of docs/systems/fastermoe.md and the gate's .cuda()
 
   int local(int g) const { return layout_->local(g); }
   int64_t rows(int src, int dst, int ei) const { return layout_->rows(src, dst, ei); }
@@ -262,7 +262,7 @@ SystemEntry fastermoe_system_entry() {
                        return std::make_unique<FasterMoeSystem>(FasterMoeConfig::from(c));
                      },
                      25, false,
-                     // docs/systems.md, EP+TP
+                     // docs/systems/ep-tp.md
                      "FastMoE v1.1.0 never shards an expert's weights: its Megatron adapter puts whole experts on the "
                      "data-parallel group and all-reduces the TP group's outputs (laekov/fastmoe @5b60285 "
                      "fmoe/megatron/layers.py L82-84, L151), and slice_group splits tokens (fmoe/layers.py L219-226)"};

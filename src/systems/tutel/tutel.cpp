@@ -41,7 +41,7 @@ ParamTable<TutelConfig> tutel_table() {
   t.choice("systems.tutel.overlap_degree", &TutelConfig::overlap_degree,
            std::vector<std::pair<std::string, int>>{
                {"adaptive", 0}, {"1", 1}, {"2", 2}, {"4", 4}, {"8", 8}, {"16", 16}, {"32", 32}},
-           "Chunks of the capacity dimension pipelined between all-to-all and experts (adaptive: see docs/systems.md)");
+           "Chunks of the capacity dimension pipelined between all-to-all and experts (adaptive: see docs/systems/tutel.md)");
   t.integer("systems.tutel.nccl_cta_threads", [](TutelConfig& c) -> uint32_t& { return c.nccl.threads; },
             "Threads per NCCL CTA")
       .at_least(32)
@@ -461,7 +461,7 @@ class TutelSystem final : public MoeSystem {
 
 }  // namespace
 
-// Tutel v0.3.0's only expert-TP path (docs/systems.md, EP+TP).
+// Tutel v0.3.0's only expert-TP path (docs/systems/ep-tp.md).
 constexpr const char* kTutelNoTpPath =
     "Tutel v0.3.0 shards an expert only with fewer experts than GPUs, one expert per TP group of N / E GPUs and "
     "parallel_type 'model' (microsoft/tutel @71db950 tutel/impls/moe_layer.py L102-106, L118-119, L292-309), a path "

@@ -1,7 +1,7 @@
 #pragma once
 // Tutel's gate and extract_critical (microsoft/tutel v0.3.0, commit 71db950) as the op sequence
 // its Python code issues: every torch call is a framework op, every kernel it launches sized by
-// the bytes it moves. docs/systems.md "## tutel" lists each op with its source line.
+// the bytes it moves. docs/systems/tutel.md lists each op with its source line.
 
 #include <cstdint>
 
