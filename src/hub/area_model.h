@@ -5,7 +5,7 @@
 //    selection and tag compare, the RPM scheduler and merge datapath, DAM comparators and
 //    counters, the hub-crossbar ports, the SMs' st.rowsp decode path), counted per block from
 //    the configured sizes with a stated formula, times measured 7 nm standard-cell areas and
-//    divided by a placement utilization. docs/hub.md section 5 gives every formula.
+//    divided by a placement utilization. docs/hub/area.md section 5 gives every formula.
 
 #include <array>
 #include <cstddef>
@@ -50,7 +50,7 @@ struct CellCounts {
   bool operator==(const CellCounts&) const = default;
 };
 
-// Building blocks of the logic count (each formula in docs/hub.md 5.2). Widths in bits.
+// Building blocks of the logic count (each formula in docs/hub/area.md 5.2). Widths in bits.
 namespace gates {
 CellCounts of(LogicCell cell, uint64_t count);
 CellCounts adder(uint64_t w);               // ripple carry: w full adders
@@ -104,7 +104,7 @@ double cell_area_um2(const AreaConfig& area, LogicCell cell);
 
 AreaEstimate estimate_area(const HubConfig& config);
 // The one-to-many replica table (paper VII-A2, hub.apt.replica_*) of one hub serving `gpus`
-// peers: counted apart from estimate_area, which describes the paper's hub (docs/hub.md 8).
+// peers: counted apart from estimate_area, which describes the paper's hub (docs/hub/section-vii.md 8).
 AreaEstimate estimate_replica_table_area(const HubConfig& config, uint32_t gpus);
 
 }  // namespace moehub

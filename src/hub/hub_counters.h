@@ -1,6 +1,6 @@
 #pragma once
 // The statistics of the hub's units as typed counters, each declared once with its unit (the
-// report's `results[].hub`; docs/hub.md says what each shows).
+// report's `results[].hub`; docs/hub/units.md says what each shows).
 
 #include <cstdint>
 

@@ -351,7 +351,7 @@ struct SizingSetup {
 };
 
 // The default DAM table holds one entry per GEMM1 M-tile for the paper's Qwen2-MoE point
-// (docs/hub.md 11, D5), by hand: 8192 tokens on 8 GPUs, 8 local experts, each region holds every
+// (docs/hub/ablation.md 11, D5), by hand: 8192 tokens on 8 GPUs, 8 local experts, each region holds every
 // token (8192 rows = 64 M-tiles of 128): 8 x 64 = 512 entries, one tile per group. Half the table
 // pairs the tiles: a tile would wait for its neighbour's rows.
 TEST(HubSizing, QwenAt8192TokensGetsOneTilePerDamGroup) {

@@ -8,7 +8,7 @@
 // token-major order its routing kernel's blocks walk their tokens in). In the simulated kernel
 // the blocks' stores interleave, so a row may reach the table in another order: with
 // round-robin that changes which rows go where but not how many each replica receives from each
-// producer; with load-aware it can move a few rows between replicas (docs/hub.md 8).
+// producer; with load-aware it can move a few rows between replicas (docs/hub/section-vii.md 8).
 
 #include <fmt/format.h>
 
