@@ -1,6 +1,7 @@
 #include "figures/results_markdown.h"
 
 #include <algorithm>
+#include <charconv>
 #include <fmt/format.h>
 #include <sstream>
 
@@ -124,6 +125,15 @@ CsvTable plot_table(const Plot& plot) {
   return t;
 }
 
+// A coordinate written with 17 significant digits (sweep_spec's imbalance: 0.0040000000000000001)
+// in its shortest form that reads back to the same double (0.004); any other text unchanged.
+std::string shortest_number(const std::string& v) {
+  double d = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
+  if (ec != std::errc() || end != v.data() + v.size()) return v;
+  return fmt::format("{:.17g}", d) == v ? fmt::format("{}", d) : v;
+}
+
 // The values each coordinate of a sweep's tidy CSV (the columns before "system") takes, in
 // first-appearance order: "model = a; tokens in 256, 512".
 std::string sweep_coordinates(const CsvTable& t) {
@@ -131,7 +141,8 @@ std::string sweep_coordinates(const CsvTable& t) {
   for (size_t c = 0; c < t.header.size() && t.header[c] != "system"; ++c) {
     std::vector<std::string> values;
     for (const auto& row : t.rows) {
-      if (std::find(values.begin(), values.end(), row[c]) == values.end()) values.push_back(row[c]);
+      const std::string v = shortest_number(row[c]);
+      if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
     }
     parts.push_back(fmt::format("{} {} {}", t.header[c], values.size() == 1 ? "=" : "in", fmt::join(values, ", ")));
   }

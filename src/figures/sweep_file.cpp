@@ -39,7 +39,7 @@ std::vector<std::pair<std::string, std::set<std::string>>> coordinate_values(con
 }
 
 SweepPlot read_plot(const TomlReader& r, const toml::table& t, const std::string& ctx) {
-  r.only_keys(t, {"name", "kind", "title", "x", "y", "series", "panels", "speedup_over", "systems", "xlabel", "ylabel",
+  r.only_keys(t, {"name", "kind", "title", "quick_title", "x", "y", "series", "panels", "speedup_over", "systems", "xlabel", "ylabel",
                   "logx", "logy"},
               ctx);
   SweepPlot p;
@@ -53,6 +53,7 @@ SweepPlot read_plot(const TomlReader& r, const toml::table& t, const std::string
     throw UserError(p.origin, fmt::format("{}.kind: '{}' is not line or bar", ctx, p.kind));
   }
   p.title = r.string(t, "title", ctx, false);
+  p.quick_title = r.string(t, "quick_title", ctx, false);
   p.x = r.string(t, "x", ctx, true);
   p.y = r.string(t, "y", ctx, true);
   if (const std::string s = r.string(t, "series", ctx, false); !s.empty()) p.series = s;

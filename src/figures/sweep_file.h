@@ -18,6 +18,7 @@ struct SweepPlot {
   std::string name;           // file stem: <sweep>-<name>
   std::string kind = "line";  // line or bar
   std::string title;
+  std::string quick_title;    // drawn with --quick when set (the subset may run other points)
   std::string x;
   std::string y;
   std::string series = "system";

@@ -209,7 +209,10 @@ SweepOutput build_sweep_output(const SweepFile& file, bool quick, const FigureRu
   if (std::find(coords.begin(), coords.end(), "seed") != coords.end()) {
     out.csvs.emplace_back(file.name + "-seeds.csv", seed_table(runs, coords));
   }
-  for (const SweepPlot& p : file.plots) out.plots.emplace_back(file.name + "-" + p.name, sweep_plot(p, runs));
+  for (SweepPlot p : file.plots) {
+    if (quick && !p.quick_title.empty()) p.title = p.quick_title;
+    out.plots.emplace_back(file.name + "-" + p.name, sweep_plot(p, runs));
+  }
   return out;
 }
 

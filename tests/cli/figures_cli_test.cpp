@@ -235,16 +235,21 @@ TEST_F(FiguresCli, GapToIdealAddsUpFromTheBreakdown) {
 // drawn, and the run cache.
 TEST_F(FiguresCli, SweepFileIsAFigureOfItsOwn) {
   write(dir_ / "exp" / "tp.toml", "description = \"ideal under TP\"\n[sweep]\nmodels = [\"mixtral-8x7b\"]\n"
-                                  "gpus = [2]\ntokens = [64]\nsystems = [\"ideal\"]\n[sweep.axes]\n"
+                                  "gpus = [2]\ntokens = [64]\nimbalance = [0.004]\nsystems = [\"ideal\"]\n[sweep.axes]\n"
                                   "\"parallel.tp\" = [1, 2]\n[sweep.quick.axes]\n\"parallel.tp\" = [2]\n"
-                                  "[[plot]]\nname = \"layer\"\nkind = \"bar\"\nx = \"parallel.tp\"\ny = \"layer_us\"\n");
+                                  "[[plot]]\nname = \"layer\"\nkind = \"bar\"\nx = \"parallel.tp\"\ny = \"layer_us\"\n"
+                                  "title = \"Full sweep\"\nquick_title = \"Quick subset\"\n");
   const Result quick = figures({"--quick", "tp"});
   ASSERT_EQ(quick.status, 0) << quick.err;
   const fs::path out = dir_ / "out";
   auto csv = lines(slurp(out / "tp.csv"));
   ASSERT_EQ(csv.size(), 2u) << slurp(out / "tp.csv");  // header + 1 quick point x 1 system
-  EXPECT_EQ(csv[0].rfind("model,gpus,tokens,parallel.tp,system,status,layer_us,", 0), 0u) << csv[0];
-  EXPECT_EQ(csv[1].rfind("mixtral-8x7b,2,64,2,ideal,ok,", 0), 0u) << csv[1];
+  EXPECT_EQ(csv[0].rfind("model,gpus,tokens,imbalance,parallel.tp,system,status,layer_us,", 0), 0u) << csv[0];
+  // The CSV keeps the run's setting as written (17 digits); RESULTS.md shows the shortest form.
+  EXPECT_EQ(csv[1].rfind("mixtral-8x7b,2,64,0.0040000000000000001,2,ideal,ok,", 0), 0u) << csv[1];
+  const std::string quick_md = slurp(out / "RESULTS.md");
+  EXPECT_NE(quick_md.find("`tp-layer`: Quick subset. "), std::string::npos) << quick_md;
+  EXPECT_EQ(quick_md.find("Full sweep"), std::string::npos) << quick_md;
   EXPECT_GT(fs::file_size(out / "tp-layer.svg"), 1000u);
   EXPECT_FALSE(fs::exists(out / "tp.svg")) << "a sweep file draws its own plots only";
 
@@ -253,18 +258,20 @@ TEST_F(FiguresCli, SweepFileIsAFigureOfItsOwn) {
   EXPECT_NE(full.err.find("1 runs computed, 1 cached, 0 unsupported, 0 failed"), std::string::npos) << full.err;
   csv = lines(slurp(out / "tp.csv"));
   ASSERT_EQ(csv.size(), 3u);  // header + 2 points x 1 system
-  EXPECT_EQ(csv[1].rfind("mixtral-8x7b,2,64,1,ideal,ok,", 0), 0u) << csv[1];
+  EXPECT_EQ(csv[1].rfind("mixtral-8x7b,2,64,0.0040000000000000001,1,ideal,ok,", 0), 0u) << csv[1];
   // RESULTS.md: the section with the plot's values as drawn, the CSV's layer_us, and the image.
   const auto layer_us = [](const std::string& row) {
     std::vector<std::string> c;
     std::stringstream ss(row);
     for (std::string x; std::getline(ss, x, ',');) c.push_back(x);
-    return c.at(6);
+    return c.at(7);
   };
   const std::string md = slurp(out / "RESULTS.md");
   EXPECT_NE(md.find("## ideal under TP (tp)"), std::string::npos) << md;
-  EXPECT_NE(md.find("Points run: model = mixtral-8x7b; gpus = 2; tokens = 64; parallel.tp in 1, 2.\n"), std::string::npos)
+  EXPECT_NE(md.find("Points run: model = mixtral-8x7b; gpus = 2; tokens = 64; imbalance = 0.004; parallel.tp in 1, 2.\n"),
+            std::string::npos)
       << md;
+  EXPECT_NE(md.find("`tp-layer`: Full sweep. "), std::string::npos) << md;
   EXPECT_NE(md.find("layer_us (us) against parallel.tp, clustered bars for ideal."), std::string::npos) << md;
   EXPECT_NE(md.find("| 1 | " + layer_us(csv[1]) + " |\n| 2 | " + layer_us(csv[2]) + " |"), std::string::npos) << md;
   EXPECT_NE(md.find("![tp-layer](tp-layer.svg)"), std::string::npos) << md;

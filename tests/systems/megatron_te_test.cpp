@@ -7,6 +7,7 @@
 #include <string>
 
 #include "platform/nccl_group_call.h"
+#include "platform/nccl_ring.h"
 #include "platform/nccl_ring_all_gather.h"
 #include "systems/system_run.h"
 #include "sanitizer_skip.h"
@@ -230,6 +231,90 @@ TEST(RingAllGather, TakesNMinusOneSequentialHops) {
   EXPECT_GT(hop, Time::zero());
   EXPECT_EQ(done_at(4), hop * 3);
   EXPECT_EQ(done_at(8), hop * 7);
+}
+
+// --- the TP group's ring chains (NcclRing) ---
+
+// A lone transfer of `bytes` from GPU 0 to GPU 1 (the network's own timing, docs/network.md).
+Time lone_transfer(uint64_t bytes) {
+  CollectiveRig rig(4);
+  Time at;
+  rig.cluster().network().transfer(0, 1, bytes, 0, [&] { at = rig.cluster().sim().now(); });
+  rig.cluster().sim().run();
+  return at;
+}
+
+// One chain rooted at GPU 0 over the ring 0-1-2-3, one slice long (nccl.chunk_bytes, slice
+// steps 1); returns when each rank's part ended, in ns after the kernels were up.
+std::vector<double> one_slice_chain(RingOp op) {
+  CollectiveRig rig(4);
+  const uint64_t slice = rig.cluster().nccl().chunk_bytes;
+  RingSpec spec;
+  spec.rings = {{0, 1, 2, 3}};
+  spec.block = PerGpu<uint64_t>(4, 0);
+  spec.block[0] = slice;
+  spec.op = op;
+  NcclRing ring(rig.cluster(), "ring", spec, NcclKernelShape{});
+  std::vector<double> done(4);
+  ring.set_hooks([&](int root, int rank) {
+    EXPECT_EQ(root, 0);
+    done[static_cast<size_t>(rank)] = (rig.cluster().sim().now() - *ring.resident_at(0)).us() * 1e3;
+  });
+  for (int g = 0; g < 4; ++g) ring.launch(g, rig.cluster().stream(g));
+  rig.cluster().sim().run();
+  for (int g = 0; g < 4; ++g) {
+    EXPECT_TRUE(ring.done_at(g));
+    EXPECT_EQ(ring.resident_at(g), ring.resident_at(0));  // every kernel up at once
+  }
+  return done;
+}
+
+// By hand, dgx-h800: a slice is nccl_chunk_bytes = 512 KiB; an HBM pass over f slices takes
+// f x 524288 B / (3.35 TB/s x hbm_efficiency 0.87 = 2914.5 B/ns) = f x 179.89 ns; a hop is
+// the network's lone 512 KiB transfer (3452 ns on the flow model today). Tolerance 1 ns: the
+// four spinning NCCL CTAs' flag loads take a few ps of HBM from each pass.
+double pass_ns(double slices) { return slices * 524288.0 / 2914.5; }
+
+TEST(NcclRing, BroadcastForwardsRankToRankWithACopyPassAtEachRank) {
+  // nccl broadcast.h:44-54: every rank reads a slice and writes it out (2 slices of HBM), then
+  // the slice crosses to the ring neighbour: rank 3 (the last) is done after 4 passes and 3
+  // hops (4 x 359.78 + 3 x 3452 = 11795.1 ns); rank r < 3 once its send has landed.
+  const double hop = lone_transfer(512 * 1024).us() * 1e3;
+  const std::vector<double> done = one_slice_chain(RingOp::Broadcast);
+  EXPECT_NEAR(done[3], 4 * pass_ns(2) + 3 * hop, 1.0);
+  EXPECT_NEAR(done[0], pass_ns(2) + hop, 1.0);
+  EXPECT_NEAR(done[2], 3 * pass_ns(2) + 3 * hop, 1.0);
+}
+
+TEST(NcclRing, ReduceAddsAtEveryRankAndEndsAtTheRoot) {
+  // nccl reduce.h:34-51 with root 0 on ring 0-1-2-3: rank 1 sends its input (1 slice read),
+  // ranks 2 and 3 read the received slice and their input and send the sum (2), the root reads
+  // both and writes the result (3): 179.89 + 2 x 359.78 + 539.67 + 3 x 3452 = 11795.1 ns.
+  const double hop = lone_transfer(512 * 1024).us() * 1e3;
+  const std::vector<double> done = one_slice_chain(RingOp::Reduce);
+  EXPECT_NEAR(done[0], pass_ns(1) + 2 * pass_ns(2) + pass_ns(3) + 3 * hop, 1.0);
+  EXPECT_NEAR(done[1], pass_ns(1) + hop, 1.0);
+  EXPECT_NEAR(done[3], pass_ns(1) + 2 * pass_ns(2) + 3 * hop, 1.0);
+}
+
+TEST(NcclRing, ASliceWaitsForAFreeSlotInTheNextRanksFifo) {
+  // Two ranks, 9 slices, 8 FIFO slots; rank 1's kernel comes 50 us late. Rank 0 fills the 8
+  // slots and stops; the 9th slice leaves only after rank 1 has passed over the first one and
+  // the head update has crossed back, so rank 0's part ends after rank 1's kernel is up.
+  CollectiveRig rig(2);
+  const uint64_t slice = rig.cluster().nccl().chunk_bytes;
+  ASSERT_EQ(rig.cluster().nccl().steps, 8);
+  RingSpec spec;
+  spec.rings = {{0, 1}};
+  spec.block = PerGpu<uint64_t>(2, 0);
+  spec.block[0] = 9 * slice;
+  NcclRing ring(rig.cluster(), "ring", spec, NcclKernelShape{});
+  ring.launch(0, rig.cluster().stream(0));
+  rig.cluster().sim().schedule_in(Time::from_us(50), [&] { ring.launch(1, rig.cluster().stream(1)); });
+  rig.cluster().sim().run();
+  ASSERT_TRUE(ring.done_at(0) && ring.resident_at(1));
+  EXPECT_GT(*ring.resident_at(1), *ring.resident_at(0) + Time::from_us(49));
+  EXPECT_GT(*ring.done_at(0), *ring.resident_at(1));
 }
 
 }  // namespace

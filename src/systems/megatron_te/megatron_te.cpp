@@ -20,6 +20,7 @@
 #include "platform/megatron_router.h"
 #include "platform/moe_system.h"
 #include "platform/nccl_group_call.h"
+#include "platform/nccl_ring.h"
 #include "platform/nccl_ring_all_gather.h"
 #include "platform/shared_kernels.h"
 #include "systems/megatron_te/megatron_te_functional.h"
@@ -103,29 +104,38 @@ class MegatronTeSystem final : public MoeSystem {
   // EP+TP: the TP group's all-gather-v of the received rows and probs and the reduce-scatter-v
   // of the partial outputs (token_dispatcher.py L741-751, L824-834). With uneven splits
   // PyTorch runs each as a coalesced group of T broadcasts / reduces, one per TP rank as root
-  // (c10d ProcessGroupNCCL::allgather and ::reduce_scatter, their !same_size branch). Modelled
-  // as one NCCL group call in which each root sends its block straight to every peer over the
-  // NVSwitch (the ring broadcast's forwarding is left out: at balance each GPU sends and
-  // receives T - 1 blocks either way); the root's own block is its local copy. The
-  // reduce-scatter moves fp32 partials (hidden_states.to(probs.dtype)).
+  // (c10d ProcessGroupNCCL::allgather and ::reduce_scatter, their !same_size branch); with even
+  // ones as one ncclAllGather / ncclReduceScatter. Both are NCCL ring chains, one per root,
+  // forwarded rank to rank with the reduce's additions (platform/nccl_ring.h). The ring is the
+  // TP group in TP-rank order (assumption: NCCL's ring search on NVSwitch keeps rank order).
+  // The reduce-scatter moves fp32 partials (hidden_states.to(probs.dtype)).
   void make_tp_collectives(Cluster& cluster) {
     const int n = cluster.gpus();
     const uint64_t row_bytes = static_cast<uint64_t>(cluster.model().row_bytes());
     const uint64_t fp32_row = static_cast<uint64_t>(cluster.model().hidden) * mp::kProbBytes;
-    PerPair<uint64_t> gather(n), gather_probs(n), reduce(n);
+    RingSpec rows, probs, reduce;
+    rows.block = probs.block = PerGpu<uint64_t>(n, 0);
+    bool even = true;
     for (int s = 0; s < n; ++s) {
+      const std::vector<int>& group = layouts_[s].tp_group;
+      if (group.front() == s) rows.rings.push_back(group);
+      for (int d : group) even = even && layouts_[d].recv_total == layouts_[s].recv_total;
       const uint64_t block = static_cast<uint64_t>(layouts_[s].recv_total);
-      for (int d : layouts_[s].tp_group) {
-        gather(s, d) = block * row_bytes;
-        gather_probs(s, d) = block * mp::kProbBytes;
-        if (d != s) reduce(s, d) = static_cast<uint64_t>(layouts_[d].recv_total) * fp32_row;
-      }
+      rows.block[s] = block * row_bytes;
+      probs.block[s] = block * mp::kProbBytes;
     }
-    gather_ = std::make_unique<NcclGroupCall>(cluster, "ag_tp_rows", gather, p_.nccl);
-    gather_->set_hooks(nullptr, [this](int s, int d) { fn_->gather_landed(s, d); });
-    gather_probs_ = std::make_unique<NcclGroupCall>(cluster, "ag_tp_probs", gather_probs, p_.nccl);
-    gather_probs_->set_hooks(nullptr, [this](int s, int d) { fn_->gather_probs_landed(s, d); });
-    reduce_ = std::make_unique<NcclGroupCall>(cluster, "rs_tp_rows", reduce, p_.nccl);
+    // ALLGATHER/REDUCESCATTER_SLICESTEPS 2, BROADCAST/REDUCE 1 (nccl collectives.h:21-34).
+    rows.slice_steps = even ? 2 : 1;
+    probs.rings = rows.rings;
+    probs.slice_steps = rows.slice_steps;
+    reduce = probs;
+    reduce.op = RingOp::Reduce;
+    for (int s = 0; s < n; ++s) reduce.block[s] = static_cast<uint64_t>(layouts_[s].recv_total) * fp32_row;
+    gather_ = std::make_unique<NcclRing>(cluster, "ag_tp_rows", rows, p_.nccl);
+    gather_->set_hooks([this](int s, int d) { fn_->gather_landed(s, d); });
+    gather_probs_ = std::make_unique<NcclRing>(cluster, "ag_tp_probs", probs, p_.nccl);
+    gather_probs_->set_hooks([this](int s, int d) { fn_->gather_probs_landed(s, d); });
+    reduce_ = std::make_unique<NcclRing>(cluster, "rs_tp_rows", reduce, p_.nccl);
   }
 
   // A PyTorch op on the compute stream: Python/ATen dispatch on the host, then the launch.
@@ -140,7 +150,8 @@ class MegatronTeSystem final : public MoeSystem {
   // ended (its end is seen at the CTA's next poll of its flag). A rank with nothing to send or
   // receive launches nothing (NCCL's group has no work for it): its part begins and ends when
   // its stream reaches the call.
-  void group_call(int g, NcclGroupCall& call, std::function<void(Time, Time)> done) {
+  template <class Call>
+  void group_call(int g, Call& call, std::function<void(Time, Time)> done) {
     c_->host(g).nccl_call();
     if (!call.participates(g)) {
       c_->host(g).call([this, g, done = std::move(done)]() mutable {
@@ -148,7 +159,7 @@ class MegatronTeSystem final : public MoeSystem {
       });
       return;
     }
-    NcclGroupCall* c = &call;  // owned by this system for the whole run
+    Call* c = &call;  // owned by this system for the whole run
     call.launch(g, c_->stream(g), [this, g, c, done = std::move(done)] { done(*c->resident_at(g), c_->sim().now()); });
   }
 
@@ -361,7 +372,7 @@ class MegatronTeSystem final : public MoeSystem {
   PerGpu<std::vector<gpu::Stream*>> te_streams_;  // TE's GEMM compute streams
   std::unique_ptr<RingAllGather> counts_;
   std::unique_ptr<NcclGroupCall> dispatch_, probs_, combine_;  // null without an EP all-to-all
-  std::unique_ptr<NcclGroupCall> gather_, gather_probs_, reduce_;  // EP+TP only
+  std::unique_ptr<NcclRing> gather_, gather_probs_, reduce_;  // EP+TP only
 };
 
 }  // namespace
