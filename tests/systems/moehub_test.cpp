@@ -242,6 +242,35 @@ TEST(MoeHubSystems, EveryTpRankStartsGemm1AsEarly) {
   EXPECT_LT(even, odd + 1.0);
 }
 
+// MH-Base's software signalling (docs/hub/ablation.md 12): a producer stores its row counts
+// only after every row it stored has landed (a release fence), and a polling GEMM1 block starts
+// only once every source's count is in, so no GPU's first tile starts before the last row into
+// any GPU has landed; with the hub's per-tile flags the tiles start while rows still arrive.
+// Polls by hand: 2048 tokens on 8 GPUs, one local expert each, a region of every token (2048
+// rows = 16 M-tiles of 128) times 2 x 2048 / 128 = 32 N-tiles = 512 GEMM1 blocks per GPU, each
+// loading each of the 8 sources' flags at least once: at least 8 x 512 x 8 = 32768 loads.
+TEST(SoftwareSignal, CountsAfterAFenceHoldGemm1UntilEveryRowLanded) {
+  MOEHUB_SKIP_UNDER_SANITIZERS();  // a timing check; VerifyPassesForEveryVariant runs the path under ASan
+  // Enough rows (8 MiB into each GPU) that the dispatch outlasts the host's launch sequence.
+  const std::vector<std::string> layer = {"run.tokens=2048", "model.hidden=1024", "model.ffn_hidden=2048"};
+  for (const char* system : {"mh-base", "mh-pkt"}) {
+    const LayerSetup counts(layer, false);
+    std::vector<std::string> sets = layer;
+    sets.push_back("systems.moehub.software_signal=hub-tile-flags");
+    const LayerSetup flags(sets, false);
+    const auto out_c = counts.run(system), out_f = flags.run(system);
+    const SystemOutcome &c = out_c.at(0), &f = out_f.at(0);
+    double last_row = 0;
+    for (const auto& d : hub(c)["dispatch_end_us"]) last_row = std::max(last_row, d.get<double>());
+    for (const auto& t : hub(c)["gemm1_first_tile_us"]) EXPECT_GT(t.get<double>(), last_row) << system;
+    double earliest = 1e9;
+    for (const auto& t : hub(f)["gemm1_first_tile_us"]) earliest = std::min(earliest, t.get<double>());
+    EXPECT_LT(earliest, last_row) << system;
+    EXPECT_GE(hub(c)["polls"].get<uint64_t>(), 32768u) << system;
+    EXPECT_GT(c.result.layer, f.result.layer) << system;
+  }
+}
+
 TEST(MoeHubSystems, DamVariantsNeverPollWhilePollingVariantsDo) {
   MOEHUB_SKIP_UNDER_SANITIZERS();  // counters only; VerifyPassesForEveryVariant runs the four variants under ASan
   const LayerSetup s(small_layer(), false);

@@ -13,11 +13,12 @@
 // Waiting: with the DAM (mh-dep, moehub) GEMM1 tiles and scaling blocks are gated and released by
 // write acknowledgements; without it (mh-base, mh-pkt) they are resident and poll flags. The
 // polling GEMM1 cannot know its grid either: it launches the same conservative grid and each
-// block, once the all-arrived flag shows in the same poll, reads the row count from device memory
-// and exits if its tile holds no rows (the device-side count read; its cost is that block's
-// dispatch and polls). Row counts: the last routing block stores this GPU's per-expert row counts
-// to every consumer (one small ordinary store each): the DAM's expected total, or the polling
-// variants' all-arrived condition.
+// block, once its flags show every row in, reads the row count from device memory and exits if
+// its tile holds no rows (the device-side count read; its cost is that block's dispatch and
+// polls). Row counts: the last routing block stores this GPU's per-expert row counts to every
+// consumer (one small ordinary store each): the DAM's expected total; without the DAM it first
+// waits until every row it stored has landed (a release fence), and the counts are the signal
+// each polling GEMM1 block waits for, one per source (systems.moehub.software_signal).
 //
 // Lines between the "table-I" markers are the system's scheduling/communication code
 // (scripts/count-moehub-lines.sh counts them for the paper's Table I).
@@ -32,7 +33,6 @@ namespace moehub {
 namespace {
 constexpr uint32_t kWeightBytes = 4;  // fp32 routing probabilities, as SharedKernels
 constexpr uint32_t kIndexBytes = 4;   // int32 expert indices, as SharedKernels
-constexpr uint32_t kCountBytes = 4;   // one int32 row count per consumer expert
 }  // namespace
 
 gpu::Step st_rowsp(const RowspRegistry& registry, const RowspStore& s) {
@@ -151,11 +151,13 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::routing_program(int g, uint
       if ((sub - 1) % 2 == 0) return issue_row(RowspStore{id, row, 0, static_cast<uint32_t>(row_bytes_), false});
       return st_rowsp(fabric_->registry(), RowspStore{id, row, row_bytes_, p_.metadata_bytes, true});
     }
-    const int64_t r = s - (hi - lo) * per_token;  // the row-count stores, by the last block only
-    if (r == 0 && ++gpus_[g].routing_finished < grid) return gpu::Step::done();
+    // The row-count stores, by the last block only (without the DAM behind a release fence).
+    const int64_t fence = source_counts() ? 1 : 0, r = s - (hi - lo) * per_token - fence;
+    if (r == -fence && ++gpus_[g].routing_finished < grid) return gpu::Step::done();
+    if (r < 0) return count_fence(g);
     if (r >= static_cast<int64_t>(consumers.size())) return gpu::Step::done();
     const int dst = consumers[static_cast<size_t>(r)];
-    const uint64_t bytes = kCountBytes * c.workload().placement().local_experts(dst).size();
+    const uint64_t bytes = kRowCountBytes * c.workload().placement().local_experts(dst).size();
     return gpu::Step::store(static_cast<uint32_t>(dst), bytes, HubTag::st(HubAddressMap::kCountAddress));
   });
 }
@@ -167,14 +169,18 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::gemm1_program(int g) {
   // nothing to do, so the weights are shared among the tiles that run.
   const gpu::GemmModel model =
       kernels_->gemm1_model(std::vector<uint64_t>(experts, capacity_), kernels_->local_expert_rows(g));
-  return std::make_shared<gpu::FunctionProgram>([this, g, experts, model](gpu::BlockState& b) {
+  // Without the DAM a block polls its tile's flag, or (source counts) each source's count in turn.
+  const uint32_t waits = v_.dam ? 1 : source_counts() ? static_cast<uint32_t>(cluster_->gpus()) : 1;
+  return std::make_shared<gpu::FunctionProgram>([this, g, experts, model, waits](gpu::BlockState& b) {
     const uint64_t m = b.block / (experts * tiles_n1_), li = b.block / tiles_n1_ % experts, n = b.block % tiles_n1_;
     HubRegion& r = gpus_[g].regions[li];
     if (b.step == 0) {
       if (v_.dam) return gpu::Step::gate();
+      if (source_counts()) return on_sm(b, wait_source_count(g, 0));
       return on_sm(b, gpu::Step::wait(r.data_flag[m], static_cast<int64_t>(bm_ * row_bytes_), gpu::WaitMode::Poll));
     }
-    if (b.step == 1) {
+    if (b.step < waits) return wait_source_count(g, static_cast<int>(b.step));
+    if (b.step == waits) {
       const uint64_t rows = tile_rows(g, li, m);
       if (rows == 0) return tile_exit(b);  // beyond the count: exit
       fn_->gemm1(g, li, m, rows);

@@ -26,6 +26,16 @@ namespace moehub {
 // st.rowsp as a store step: the producer resolves the MallocID to its GPU (L1 TLB, paper IV-A2).
 gpu::Step st_rowsp(const RowspRegistry& registry, const RowspStore& s);
 
+// How a consumer without the DAM (mh-base, mh-pkt) learns that its rows have landed.
+enum class SoftwareSignal : uint8_t {
+  // The producer's last routing block waits until every row it stored has landed (a release
+  // fence), then stores its per-expert row counts to each consumer; a GEMM1 block polls one
+  // count flag per source and sums them (DeepEP's low-latency dispatch, docs/hub/ablation.md 12).
+  SourceCounts,
+  // The hub bumps a per-M-tile flag as each row lands: the DAM's counting, not a software protocol.
+  HubTileFlags,
+};
+
 // Values come only from configs/defaults.toml (systems.moehub.*), through from().
 struct MoeHubParams {
   double capacity_factor = 0;         // region capacity over the mean rows per expert (0: all tokens)
@@ -33,6 +43,7 @@ struct MoeHubParams {
   uint32_t dispatch_transaction_bytes = 0;
   uint32_t epilogue_transaction_bytes = 0;
   uint32_t routing_blocks_per_sm = 0;  // routing (st.rowsp) kernel blocks per SM; 0: as many as fit
+  SoftwareSignal software_signal = SoftwareSignal::SourceCounts;  // without the DAM
   static MoeHubParams from(const Config& c);
 };
 
@@ -51,6 +62,8 @@ struct HubSizing {
   // Throws UserError naming the hub parameter and the width or size the workload needs.
   void check(const MoeHubParams& p, const HubConfig& hub, const Workload& w, bool dam) const;
 };
+
+inline constexpr uint32_t kRowCountBytes = 4;  // one int32 row count per consumer expert
 
 // Device addresses of one GPU's buffers (49-bit space; only the hub's arithmetic uses them).
 // Local addresses stay below 2^40; the hub puts the GPU above them for peer stores.
@@ -89,6 +102,10 @@ struct HubGpu {
   Time computing_since, scaling_since;
   std::optional<Time> first_tile;  // first GEMM1 tile began its math
   uint32_t routing_finished = 0;  // routing blocks done (the last one stores the row counts)
+  // SoftwareSignal::SourceCounts: as producer, bytes of its st.rowsp stores landed anywhere
+  // (its release fence); as consumer, per source GPU the bytes of that source's count store.
+  gpu::SignalId fence = 0;
+  std::vector<gpu::SignalId> source_flag;
 };
 
 class MoeHubSystemImpl final : public MoeSystem, public HubListener {
@@ -108,6 +125,11 @@ class MoeHubSystemImpl final : public MoeSystem, public HubListener {
   void build(Cluster& cluster);
   void prepare_gpu(int g);
   void on_gemm1_signal(int g, const DamSignal& s);
+  // SoftwareSignal::SourceCounts (moehub_system.cpp): whether it applies, the producer's fence
+  // before its count stores, and a GEMM1 block's wait for source `src`'s count.
+  bool source_counts() const { return !v_.dam && p_.software_signal == SoftwareSignal::SourceCounts; }
+  gpu::Step count_fence(int g);
+  gpu::Step wait_source_count(int g, int src);
   void check_all_arrived(int g);
   uint64_t tile_rows(int g, size_t li, uint64_t m) const;
   void begin_work(int g, bool scaling);

@@ -40,6 +40,11 @@ ParamTable<MoeHubParams> moehub_table() {
             "threads from GEMM1); 0: as many as fit")
       .at_most(1024)
       .in_unit("blocks");
+  t.choice("systems.moehub.software_signal", &P::software_signal,
+           std::vector<std::pair<std::string, SoftwareSignal>>{{"source-counts", SoftwareSignal::SourceCounts},
+                                                               {"hub-tile-flags", SoftwareSignal::HubTileFlags}},
+           "How mh-base and mh-pkt learn that rows landed: per-source row counts stored after a release fence, "
+           "polled by GEMM1 (software), or per-M-tile flags the hub bumps as rows land");
   return t;
 }
 
@@ -174,6 +179,12 @@ void MoeHubSystemImpl::prepare_gpu(int g) {
   const int64_t tokens = c.workload().tokens().count(g);
   const int64_t k = c.model().top_k();
   trace_.add_regions(g, h.regions.size(), tiles_m_);
+  if (source_counts()) {
+    h.fence = c.gpu(g).create_signal("rows landed (release fence)");
+    if (!h.regions.empty()) {
+      for (int src = 0; src < c.gpus(); ++src) h.source_flag.push_back(c.gpu(g).create_signal(fmt::format("count from {}", src)));
+    }
+  }
   for (size_t li = 0; li < h.regions.size(); ++li) {
     HubRegion& r = h.regions[li];
     r.source.assign(capacity_, -1);
@@ -236,6 +247,7 @@ void MoeHubSystemImpl::on_landed(int g, const LandedWrite& w) {
     const uint64_t lr = w.local_row_id;
     const uint64_t m = lr / bm_;
     r->rows_allocated = std::max(r->rows_allocated, lr + 1);
+    if (source_counts()) c.gpu(w.src).signal_add(gpus_[w.src].fence, w.bytes);
     if (v_.dam) h.dam_gemm1->on_write_ack(w.address, w.bytes);
     if (w.nop) {  // the source-metadata column: which RowID this LocalRowID holds
       r->source[lr] = static_cast<int64_t>(w.row_id);
@@ -251,7 +263,8 @@ void MoeHubSystemImpl::on_landed(int g, const LandedWrite& w) {
   }
   if (w.address >= HubAddressMap::kCountAddress) {  // a producer's row counts for this GPU's experts
     h.report_bytes += w.bytes;
-    if (h.report_bytes == static_cast<uint64_t>(c.gpus()) * 4 * h.regions.size()) {
+    if (source_counts()) c.gpu(g).signal_add(h.source_flag[static_cast<size_t>(w.src)], w.bytes);
+    if (h.report_bytes == static_cast<uint64_t>(c.gpus()) * kRowCountBytes * h.regions.size()) {
       h.reports_in = true;
       uint64_t total = 0;
       for (HubRegion& r : h.regions) {
@@ -288,6 +301,27 @@ void MoeHubSystemImpl::check_all_arrived(int g) {
   for (HubRegion& r : h.regions) {
     for (const gpu::SignalId f : r.data_flag) cluster_->gpu(g).signal_add(f, static_cast<int64_t>(bm_ * row_bytes_));
   }
+}
+
+// The release fence before a producer's count stores (DeepEP dd758caf
+// csrc/kernels/legacy/internode_ll.cu:330-338: wait until the sends are done, then
+// st_release_sys_global of the count): the last routing block waits, resident, until every byte
+// of every row this GPU stored (data and metadata, local rows too) has landed. Partly merged RPM
+// entries may leave at once, as at any fence.
+gpu::Step MoeHubSystemImpl::count_fence(int g) {
+  const Cluster& c = *cluster_;
+  fabric_->flush(g);
+  const auto rows = static_cast<uint64_t>(c.workload().tokens().count(g) * c.model().top_k());
+  return gpu::Step::wait(gpus_[g].fence, static_cast<int64_t>(rows * row_size_), gpu::WaitMode::Poll);
+}
+
+// A polling GEMM1 block's wait for one source's count store (internode_ll.cu:387: one
+// ld_acquire_sys_global loop per (local expert, source rank)). The counts of all this GPU's
+// experts ride in one store per source.
+gpu::Step MoeHubSystemImpl::wait_source_count(int g, int src) {
+  const HubGpu& h = gpus_[g];
+  return gpu::Step::wait(h.source_flag[static_cast<size_t>(src)], static_cast<int64_t>(kRowCountBytes * h.regions.size()),
+                         gpu::WaitMode::Poll);
 }
 
 // Valid rows of M-tile m: a full tile until the count is known (all arrived / AllReady).
