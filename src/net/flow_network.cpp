@@ -9,7 +9,7 @@
 namespace moehub {
 
 FlowNetwork::FlowNetwork(const NetConfig& config, Simulator& sim, TraceRecorder* trace)
-    : TransferNetwork(sim, std::max(config.gpus, 0)), cfg_(config), sim_(sim), trace_(trace) {
+    : TransferNetwork(sim, std::max(config.gpus, 0)), cfg_(config), sim_(sim), trace_(trace), windows_(config) {
   cfg_.validate();
   resources_.resize(static_cast<size_t>(cfg_.gpus) * 2);
   classes_by_pair_ = PerPair<std::vector<uint32_t>>(cfg_.gpus);
@@ -79,6 +79,29 @@ void FlowNetwork::transfer(int src, int dst, uint64_t bytes, int /*priority*/, C
     unsettled_ = true;
     sim_.schedule_in(Time::zero(), [this] { settle(); });
   }
+}
+
+// The message takes room in its path's window until it is delivered; then its sender may be
+// waiting for that room.
+void FlowNetwork::send(Packet&& packet) {
+  const int src = packet.src;
+  const int dst = packet.dst;
+  const uint32_t bytes = packet.payload_bytes;
+  const PacketKind kind = packet.kind;
+  windows_.accept(src, dst, bytes, kind);
+  transfer(src, dst, bytes, packet.priority, [this, p = std::move(packet)]() mutable {
+    const int s = p.src;
+    const int d = p.dst;
+    const uint32_t b = p.payload_bytes;
+    const PacketKind k = p.kind;
+    deliver(std::move(p));
+    windows_.release(s, d, b, k);
+  });
+}
+
+void FlowNetwork::wait_room(int src, int dst, PacketKind kind, RoomListener* listener) {
+  if (windows_.wait(src, dst, kind, listener)) return;
+  sim_.schedule_in(Time::zero(), [src, listener] { listener->on_room(src); });
 }
 
 void FlowNetwork::settle() {

@@ -8,6 +8,8 @@
 // (a thread block's store, a hub packet, a read request or response) is one flow; with
 // net.flow_merge_pairs the messages of one class are one flow instead, served in start order, so
 // rates change only when a class starts or drains, not at every message.
+// Messages are back-pressured (SendWindows): a sender hands the network a message only while
+// its outstanding messages on that path fit the window of the real link's buffers or queue.
 // With a scale-out fabric (net.gpus_per_node > 0) a flow between nodes loads instead its route
 // through the fat tree (FabricTopology): the source NIC's message engine by its MTU packets,
 // both PCIe links by its payload, both NIC ports and any leaf-spine links by its wire bytes.
@@ -23,6 +25,7 @@
 
 #include "net/fabric_topology.h"
 #include "net/network.h"
+#include "net/send_windows.h"
 
 namespace moehub {
 
@@ -37,7 +40,27 @@ class FlowNetwork final : public TransferNetwork {
     for (const FlowClass& c : classes_) {
       if (c.live && !c.members.empty()) return {"a flow is still in progress after the run drained"};
     }
+    if (!windows_.idle()) return {"a message is still outstanding in a send window after the run drained"};
     return {};
+  }
+  // Messages: back-pressured by the path's window (SendWindows); can_send without a
+  // destination asks the NVLink window.
+  bool can_send(int gpu, uint32_t payload_bytes, PacketKind kind = PacketKind::Write) const override {
+    return windows_.can_send(gpu, gpu, payload_bytes, kind);
+  }
+  bool can_send_to(int src, int dst, uint32_t payload_bytes, PacketKind kind = PacketKind::Write) const override {
+    return windows_.can_send(src, dst, payload_bytes, kind);
+  }
+  bool can_send_any(int src, uint32_t payload_bytes, PacketKind kind = PacketKind::Write) const override {
+    return windows_.can_send_any(src, payload_bytes, kind);
+  }
+  void send(Packet&& packet) override;
+  void request_room(int gpu, RoomListener* listener) override { wait_room(gpu, gpu, PacketKind::Write, listener); }
+  void request_response_room(int gpu, RoomListener* listener) override {
+    wait_room(gpu, gpu, PacketKind::ReadResponse, listener);
+  }
+  void request_room_to(int src, int dst, RoomListener* listener) override {
+    wait_room(src, dst, PacketKind::Write, listener);
   }
   const NetConfig& config() const override { return cfg_; }
 
@@ -140,6 +163,8 @@ class FlowNetwork final : public TransferNetwork {
   void schedule_next();
   void on_event(uint64_t generation);
   void settle();  // reallocates and schedules the next completion if flows started since
+  // Registers the listener for the path's next opening, or calls it at once if it is open.
+  void wait_room(int src, int dst, PacketKind kind, RoomListener* listener);
 
   NetConfig cfg_;
   Simulator& sim_;
@@ -165,6 +190,7 @@ class FlowNetwork final : public TransferNetwork {
   // own pair (usually one) instead of walking every class (about a thousand with 32 GPUs).
   PerPair<std::vector<uint32_t>> classes_by_pair_;
   Scratch scratch_;
+  SendWindows windows_;
   std::vector<Resource> resources_;  // NVLink egress and ingress per GPU, then the fabric's links
   std::unique_ptr<FabricTopology> fabric_;  // null without a scale-out fabric
   uint64_t rdma_payload_bytes_ = 0;

@@ -31,6 +31,11 @@ void declare_fabric(ParamTable<NetConfig>& t) {
       .at_least(1)
       .at_most(1e12)
       .in_unit("packets/s");
+  t.integer("net.nic_send_queue_depth", &NetConfig::nic_send_queue_depth,
+            "RDMA work requests one queue pair (a GPU pair across nodes) may have outstanding; flow back-pressure")
+      .at_least(1)
+      .at_most(1 << 20)
+      .in_unit("messages");
   t.bytes("net.rdma_mtu_bytes", &NetConfig::rdma_mtu_bytes, "Largest payload of one fabric packet (RDMA MTU)")
       .positive()
       .at_most(1 << 20);

@@ -40,6 +40,7 @@ struct NetConfig {
   Bandwidth nic_bandwidth;          // one NIC port, per direction
   Time nic_latency;                 // one way, NIC processing of an RDMA message
   double nic_message_rate = 0;      // RDMA messages (MTU packets) one NIC sends per second
+  uint32_t nic_send_queue_depth = 1024;  // RDMA work requests outstanding per queue pair (flow back-pressure)
   uint32_t rdma_mtu_bytes = 4096;   // largest payload of one fabric packet
   uint32_t rdma_header_bytes = 26;  // per fabric packet on the wire
   int fabric_switch_ports = 64;     // radix of a leaf or spine switch

@@ -10,9 +10,11 @@ void TransferNetwork::send(Packet&& packet) {
   const int dst = packet.dst;
   const uint64_t bytes = packet.payload_bytes;
   const int priority = packet.priority;
-  transfer(src, dst, bytes, priority, [this, p = std::move(packet)]() mutable {
-    if (PacketReceiver* r = receivers_.at(p.dst)) r->deliver(std::move(p));
-  });
+  transfer(src, dst, bytes, priority, [this, p = std::move(packet)]() mutable { deliver(std::move(p)); });
+}
+
+void TransferNetwork::deliver(Packet&& packet) {
+  if (PacketReceiver* r = receivers_.at(packet.dst)) r->deliver(std::move(packet));
 }
 
 void TransferNetwork::request_room(int gpu, RoomListener* listener) {

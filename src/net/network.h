@@ -50,6 +50,16 @@ class Network {
   virtual uint64_t message_limit() const = 0;
   // True if GPU `gpu` can send a message of `kind` with that payload now.
   virtual bool can_send(int gpu, uint32_t payload_bytes, PacketKind kind = PacketKind::Write) const = 0;
+  // The same for a message to `dst`: a network whose room differs by path (the flow model's
+  // NVLink and NIC windows) answers for that path; the others as can_send.
+  virtual bool can_send_to(int src, int dst, uint32_t payload_bytes, PacketKind kind = PacketKind::Write) const {
+    (void)dst;
+    return can_send(src, payload_bytes, kind);
+  }
+  // True if a message of that payload to some destination would be accepted now.
+  virtual bool can_send_any(int src, uint32_t payload_bytes, PacketKind kind = PacketKind::Write) const {
+    return can_send(src, payload_bytes, kind);
+  }
   // Sends packet.src -> packet.dst; the destination's receiver gets it on arrival.
   // Precondition: can_send (else std::logic_error).
   virtual void send(Packet&& packet) = 0;
@@ -57,6 +67,11 @@ class Network {
   // (request_room) or response-class (request_response_room) message again.
   virtual void request_room(int gpu, RoomListener* listener) = 0;
   virtual void request_response_room(int gpu, RoomListener* listener) = 0;
+  // The same for the path src -> dst (a request-class message).
+  virtual void request_room_to(int src, int dst, RoomListener* listener) {
+    (void)dst;
+    request_room(src, listener);
+  }
   // A receiver that refused a message (PacketReceiver::can_accept) calls this when it can
   // accept again.
   virtual void resume_ingress(int gpu) = 0;
@@ -91,6 +106,10 @@ class TransferNetwork : public Network {
   void request_room(int gpu, RoomListener* listener) override;
   void request_response_room(int gpu, RoomListener* listener) override { request_room(gpu, listener); }
   void resume_ingress(int) override {}
+
+ protected:
+  // Hands an arrived message to its destination's receiver (if any).
+  void deliver(Packet&& packet);
 
  private:
   Simulator& sim_;

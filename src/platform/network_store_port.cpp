@@ -44,10 +44,10 @@ void NetworkStorePort::pump() {
     const StoreStaging::Staged& p = staging_.front();
     // One message per packet, or the whole store where a message is a flow.
     const uint32_t payload = static_cast<uint32_t>(std::min<uint64_t>(p.bytes - p.done, max_message_));
-    if (!net.can_send(gpu_, payload)) {
+    if (!net.can_send_to(gpu_, p.dst, payload)) {
       if (!waiting_for_room_) {
         waiting_for_room_ = true;
-        net.request_room(gpu_, this);
+        net.request_room_to(gpu_, p.dst, this);
       }
       return;
     }

@@ -209,12 +209,15 @@ class HubFabric::FabricPort final : public PacketPort, public RoomListener, publ
  public:
   FabricPort(HubFabric& fabric, int g) : f_(fabric), g_(g) {}
 
-  bool can_send(uint32_t, uint32_t payload_bytes) const override {
-    // One egress FIFO for every peer (both kinds of write are request-class traffic).
-    return f_.cluster_.network().can_send(g_, payload_bytes, PacketKind::Write);
+  bool can_send(uint32_t peer, uint32_t payload_bytes) const override {
+    // Room is per path: one egress FIFO for every peer at packet fidelity, the NVLink or the
+    // NIC window at flow fidelity (both kinds of write are request-class traffic).
+    return f_.cluster_.network().can_send_to(g_, static_cast<int>(peer), payload_bytes, PacketKind::Write);
   }
 
-  bool accepts_nothing(uint32_t payload_bytes) const override { return !can_send(0, payload_bytes); }
+  bool accepts_nothing(uint32_t payload_bytes) const override {
+    return !f_.cluster_.network().can_send_any(g_, payload_bytes, PacketKind::Write);
+  }
 
   bool try_send(const HubPacket& h) override {
     // The destination is in the packet: the MallocID's GPU, or the GPU bits of a peer address.
@@ -237,18 +240,13 @@ class HubFabric::FabricPort final : public PacketPort, public RoomListener, publ
   }
 
   void notify_when_ready(uint32_t peer, Callback ready) override {
-    (void)peer;  // the egress FIFO is shared by all peers: room for one is room for all
+    // The network keeps one request per listener and path; any room wakes every waiter, and
+    // a waiter whose path is still closed asks again.
     room_waiters_.push_back(std::move(ready));
-    if (!room_requested_) {
-      room_requested_ = true;
-      f_.cluster_.network().request_room(g_, this);
-    }
+    f_.cluster_.network().request_room_to(g_, static_cast<int>(peer), this);
   }
 
-  void on_room(int) override {
-    room_requested_ = false;
-    run_waiters(room_waiters_, room_scratch_);
-  }
+  void on_room(int) override { run_waiters(room_waiters_, room_scratch_); }
 
   void on_ack(const Packet&) override { ++n_.network_acks; }
 
@@ -266,7 +264,6 @@ class HubFabric::FabricPort final : public PacketPort, public RoomListener, publ
   int g_;
   std::vector<Callback> room_scratch_;
   std::vector<Callback> room_waiters_;
-  bool room_requested_ = false;
   EgressCounters n_;
 };
 
