@@ -136,13 +136,27 @@ ParamTable<HostConfig> host_table() {
   return t;
 }
 
+// A relative gpu.gemm_calibration written in a TOML file names a file beside that file (the
+// presets ship "../calibration/xla-sm90.toml"), so any working directory finds it; from --set
+// or a flag it is relative to the working directory.
+std::string calibration_path(const Config& c, const std::string& file) {
+  const std::filesystem::path path(file);
+  if (file.empty() || path.is_absolute()) return file;
+  const std::string origin = c.origin("gpu.gemm_calibration");  // "file:line" for file values
+  const std::size_t colon = origin.rfind(':');
+  if (colon == std::string::npos) return file;
+  const std::filesystem::path from(origin.substr(0, colon));
+  if (!std::filesystem::is_regular_file(from)) return file;
+  return (from.parent_path() / path).lexically_normal().string();
+}
+
 }  // namespace
 
 GpuConfig GpuConfig::from(const Config& c) {
   GpuConfig g;
   gpu_table().read(c, g);
   if (g.gemm_model == "calibrated") {
-    const std::string& file = g.gemm_calibration_file;
+    const std::string file = calibration_path(c, g.gemm_calibration_file);
     if (file.empty()) throw UserError("gpu.gemm_calibration", "must name a file when gpu.gemm_model = \"calibrated\"");
     if (!std::filesystem::is_regular_file(file)) throw UserError("gpu.gemm_calibration", fmt::format("no such file '{}'", file));
     g.gemm_calibration = std::make_shared<const GemmCalibration>(GemmCalibration::load(file));

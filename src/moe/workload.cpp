@@ -121,6 +121,13 @@ Workload Workload::with_replica_choice(const std::vector<int32_t>& physical) con
   return w;
 }
 
+Workload Workload::with_gated_experts(bool gated) const {
+  Workload w = *this;
+  w.model_.gated = gated;
+  w.logical_.model.gated = gated;
+  return w;
+}
+
 Workload Workload::build(const WorkloadConfig& config, const ModelShape& model) {
   model.validate();
   TokenPartition tokens(config.tokens, config.gpus);

@@ -46,6 +46,10 @@ class Workload {
   // The same workload with each routed row sent to physical[t * k + j] (a replica of the row's
   // logical expert): how a system that picks replicas itself (MoE-Hub's hub) sees the layer.
   Workload with_replica_choice(const std::vector<int32_t>& physical) const;
+  // The same workload whose experts (physical and logical) are gated or plain FFNs: how a
+  // system whose real code builds other experts than the preset's (Tutel's `ffn` type in the
+  // MoE-Hub authors' harness) sees the layer, so that its functional reference computes them too.
+  Workload with_gated_experts(bool gated) const;
 
   // What the systems move and compute: physical experts (model().experts() = E + R, each
   // physical expert with its own placement) and the routing over them. Without redundant

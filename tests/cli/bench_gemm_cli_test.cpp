@@ -32,9 +32,9 @@ nlohmann::json bench(std::vector<std::string> args) {
 }
 
 TEST(CliBenchGemm, KnownShapeTakesOneTileTime) {
-  // Default dgx-h800: 2 x 2 tiles of 128 x 128 x 4096 in one wave; one tile is
+  // dgx-h800's datasheet model: 2 x 2 tiles of 128 x 128 x 4096 in one wave; one tile is
   // ceil(2 x 128 x 128 x 4096 x 1e12 / (4096 x 1.83e9 x 0.70)) = 25580016 ps.
-  const auto j = bench({"--m", "256", "--n", "256", "--k", "4096"});
+  const auto j = bench({"--set", "gpu.gemm_model=datasheet", "--m", "256", "--n", "256", "--k", "4096"});
   EXPECT_EQ(j["gpu"], "H800-SXM5");
   EXPECT_EQ(j["tiles"], 4);
   EXPECT_EQ(j["time_ps"], 25580016);
@@ -42,19 +42,29 @@ TEST(CliBenchGemm, KnownShapeTakesOneTileTime) {
   EXPECT_NEAR(j["tflops"].get<double>(), 2.0 * 256 * 256 * 4096 / 25.580016e-6 / 1e12, 1e-6);
 }
 
+TEST(CliBenchGemm, TheDefaultModelIsXlasMeasuredTable) {
+  // The shipped preset reads configs/calibration/xla-sm90.toml from any working directory:
+  // its 256 x 4096 x 4096 point took 20.848 us (2 x 32 = 64 tiles, one wave; operands 37.7 MB
+  // stream in 12.9 us, so compute), which the calibrated tiles reproduce.
+  const auto j = bench({"--m", "256", "--n", "4096", "--k", "4096"});
+  EXPECT_EQ(j["gemm_model"], "calibrated");
+  EXPECT_NEAR(j["time_us"].get<double>(), 20.848, 1e-3);
+  EXPECT_EQ(j["calibration"]["m"], 256);
+}
+
 TEST(CliBenchGemm, GroupsHardwareAndSetReachTheModel) {
-  const auto grouped = bench({"--m", "1", "--n", "128", "--k", "4096", "--groups", "132"});
+  const auto grouped = bench({"--set", "gpu.gemm_model=datasheet", "--m", "1", "--n", "128", "--k", "4096", "--groups", "132"});
   EXPECT_EQ(grouped["tiles"], 132);
   // 132 one-row experts, one padded tile each in one wave; but each expert reads its own
   // 4096 x 128 x 2 B weights: 132 x (8192 + 1048576 + 256) B = 139527168 B through
   // 2.9145e12 B/s = 47873450 ps, longer than the 25580016 ps of tensor work: memory-bound.
   EXPECT_EQ(grouped["hbm_bytes"], 139527168);
   EXPECT_EQ(grouped["time_ps"], 47873450);
-  const auto h100 = bench({"--m", "256", "--n", "256", "--k", "4096", "--hardware", "dgx-h100"});
+  const auto h100 = bench({"--set", "gpu.gemm_model=datasheet", "--m", "256", "--n", "256", "--k", "4096", "--hardware", "dgx-h100"});
   EXPECT_EQ(h100["gpu"], "H100-SXM5");
   // 0.80 instead of 0.70: ceil(134217728e12 / 5996544000000) = 22382514 ps.
   EXPECT_EQ(h100["time_ps"], 22382514);
-  const auto tile = bench({"--m", "256", "--n", "256", "--k", "4096", "--set", "gpu.gemm_tile_n=256"});
+  const auto tile = bench({"--set", "gpu.gemm_model=datasheet", "--m", "256", "--n", "256", "--k", "4096", "--set", "gpu.gemm_tile_n=256"});
   EXPECT_EQ(tile["tiles"], 2);
   EXPECT_EQ(tile["time_ps"], 2 * 25580016);
 }
@@ -86,7 +96,7 @@ TEST(CliBenchGemm, CalibratedModelTakesTheMeasuredTime) {
   EXPECT_NEAR(j["efficiency"].get<double>(), 32.0 * 268435456.0 / 7.49568e12 / 2000e-6, 1e-9);
   EXPECT_EQ(j["calibration"]["line"], 2);
   EXPECT_EQ(j["calibration"]["file"], file);
-  const auto datasheet = bench({"--m", "8192", "--n", "8192", "--k", "8192"});
+  const auto datasheet = bench({"--set", "gpu.gemm_model=datasheet", "--m", "8192", "--n", "8192", "--k", "8192"});
   EXPECT_EQ(datasheet["gemm_model"], "datasheet");
   EXPECT_DOUBLE_EQ(datasheet["efficiency"].get<double>(), 0.70);
   EXPECT_FALSE(datasheet.contains("calibration"));

@@ -94,6 +94,69 @@ TEST(GemmCalibration, NearestShapePrefersItsKindThenLogDistance) {
   EXPECT_EQ(one.calibration_point()->groups, 1u);
 }
 
+// Kernel time of a GEMM alone on an idle GPU, first block to last.
+double simulated_us(const GpuConfig& g, const GemmModel& model) {
+  Simulator sim;
+  Gpu gpu(sim, g);
+  const KernelId id = gpu.create_stream("s").launch(model.kernel("gemm"));
+  sim.run();
+  const KernelTimes& t = gpu.kernel_times(id);
+  return (*t.ended - *t.started).us();
+}
+
+// Per-SM peak 4096 x 1.83e9 = 7.49568e12 FLOP/s; a 128 x 128 tile over K is 2 x 128 x 128 x K FLOPs.
+constexpr double kSmPeak = 7.49568e12;
+double tile_seconds(double k, double e) { return 2.0 * 128 * 128 * k / (kSmPeak * e); }
+
+TEST(GemmCalibration, ShapesBeyondTheTableRunAtTheBoundaryPointsTileEfficiency) {
+  // 4096^3: 32 x 32 = 1024 tiles = 8 waves on 132 SMs; 8 x 134217728 / 7.49568e12 = 143.25 us
+  // at peak, measured 180 us -> e = 0.79582. Its operands (3 x 32 MiB) stream in 34.5 us: compute.
+  CalibrationFile f("[[gemm]]\nm = 256\nn = 256\nk = 256\ntime_us = 6.5\n"
+                    "[[gemm]]\nm = 4096\nn = 4096\nk = 4096\ntime_us = 180.0\n");
+  const GpuConfig g = calibrated(f.path());
+  const double e = 8 * tile_seconds(4096, 1.0) / 180e-6;
+  // Mixtral's GEMM2 at 8192 rows lies past the table in m and k and n: 64 x 224 = 14336 tiles
+  // = 109 waves of K = 14336 tiles, each at the 4096^3 point's efficiency.
+  const GemmModel big(g, {{8192}, 28672, 14336});
+  ASSERT_NE(big.calibration_point(), nullptr);
+  EXPECT_EQ(big.calibration_point()->m, 4096u);
+  EXPECT_NEAR(big.efficiency(), e, 1e-12);
+  EXPECT_EQ(big.waves(), 109u);
+  EXPECT_NEAR(simulated_us(g, big), 109 * tile_seconds(14336, e) * 1e6, 0.01);
+}
+
+TEST(GemmCalibration, MoreGroupsThanMeasuredTakeTheNearestGroupCountsEfficiency) {
+  // 4 x 512 x 2048 x 2048: 4 x 4 x 16 = 256 tiles = 2 waves, 2 x 8.953 us at peak, measured
+  // 27.3 us -> e = 0.65597 (operands 50 MB stream in 17.3 us: compute-bound).
+  CalibrationFile f("[[grouped_gemm]]\ngroups = 2\nm_per_group = 512\nn = 2048\nk = 2048\ntime_us = 16.4\n"
+                    "[[grouped_gemm]]\ngroups = 4\nm_per_group = 512\nn = 2048\nk = 2048\ntime_us = 27.3\n"
+                    "[[gemm]]\nm = 512\nn = 2048\nk = 2048\ntime_us = 12.5\n");
+  const GpuConfig g = calibrated(f.path());
+  const double e4 = 2 * tile_seconds(2048, 1.0) / 27.3e-6;
+  // Eight local experts (Qwen2-MoE on 8 GPUs): ln(8/4)^2 < ln(8/2)^2, so the 4-group point;
+  // 512 tiles = 4 waves: twice the measured 4-group time.
+  const GemmModel eight(g, {std::vector<uint64_t>(8, 512), 2048, 2048});
+  ASSERT_NE(eight.calibration_point(), nullptr);
+  EXPECT_EQ(eight.calibration_point()->groups, 4u);
+  EXPECT_NEAR(eight.efficiency(), e4, 1e-12);
+  EXPECT_NEAR(simulated_us(g, eight), 4 * tile_seconds(2048, e4) * 1e6, 0.01);
+  // One expert's own GEMM (TE's per-expert GEMMs) is a plain GEMM: the [[gemm]] point,
+  // 64 tiles in one wave at e = 8.953 / 12.5.
+  const GemmModel one(g, {{512}, 2048, 2048});
+  EXPECT_EQ(one.calibration_point()->groups, 1u);
+  EXPECT_NEAR(simulated_us(g, one), 12.5, 0.01);
+}
+
+TEST(GemmCalibration, ASmallExpertTakesTheMeasuredTimeOfTheSmallestMeasuredRows) {
+  // 256 x 2048 x 2048: 2 x 16 = 32 tiles, one wave, measured 10.0 us (compute: its 10.5 MB of
+  // operands stream in 3.6 us). A 16-row expert pads to one 128-row tile per column: 16 tiles,
+  // still one wave of the same tiles, so the measured 10.0 us -- never more, never a fraction.
+  CalibrationFile f("[[gemm]]\nm = 256\nn = 2048\nk = 2048\ntime_us = 10.0\n");
+  const GpuConfig g = calibrated(f.path());
+  EXPECT_NEAR(simulated_us(g, GemmModel(g, {{16}, 2048, 2048})), 10.0, 0.01);
+  EXPECT_NEAR(simulated_us(g, GemmModel(g, {{256}, 2048, 2048})), 10.0, 0.01);
+}
+
 TEST(GemmCalibration, BadFilesNameFileAndLine) {
   auto reason = [](const std::string& text) {
     CalibrationFile f(text);
@@ -138,9 +201,19 @@ TEST(GemmCalibration, TheConfigSelectsTheModelAndChecksTheFile) {
     c.resolve();
     return GpuConfig::from(c);
   };
-  EXPECT_EQ(build("").gemm_calibration, nullptr);  // the shipped presets use the datasheet model
+  // The shipped H800 preset reads XLA's sm_90 table beside it, from any working directory.
+  const GpuConfig shipped = build("");
+  ASSERT_NE(shipped.gemm_calibration, nullptr);
+  EXPECT_EQ(shipped.gemm_calibration->points().size(), 375u);
+  // Mixtral's GEMM1 on one expert at 2048 rows (2048 x 28672 x 4096) is matched to the table's
+  // 2048 x 4096 x 4096 (4 waves, 91.183 us): e = 4 x 17.906 us / 91.183 us = 0.78549.
+  const GemmModel mixtral(shipped, {{2048}, 28672, 4096});
+  ASSERT_NE(mixtral.calibration_point(), nullptr);
+  EXPECT_EQ(mixtral.calibration_point()->n, 4096u);
+  EXPECT_NEAR(mixtral.efficiency(), 4 * tile_seconds(4096, 1.0) / 91.183e-6, 1e-9);
+  EXPECT_EQ(build("[gpu]\ngemm_model = \"datasheet\"\n").gemm_calibration, nullptr);
   try {
-    build("[gpu]\ngemm_model = \"calibrated\"\n");
+    build("[gpu]\ngemm_model = \"calibrated\"\ngemm_calibration = \"\"\n");
     FAIL();
   } catch (const UserError& e) {
     EXPECT_EQ(e.where(), "gpu.gemm_calibration");

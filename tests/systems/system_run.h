@@ -54,9 +54,11 @@ struct SystemRun {
       : config(make_config(registry, std::move(assignments), base)),
         workload(Workload::build(WorkloadConfig::from(config), ModelShape::from(config))),
         name(std::move(system_name)) {
+    system = find_system(name)->make(config);
+    // The workload as the system computes it (e.g. Tutel's plain experts), as `run` does.
+    if (std::optional<Workload> own = system->own_workload(workload)) workload = std::move(*own);
     if (with_functional) functional.emplace(workload, static_cast<uint64_t>(config.integer("run.seed")));
     cluster = std::make_unique<Cluster>(sim, config, workload, nullptr, functional ? &*functional : nullptr, make_net);
-    system = find_system(name)->make(config);
   }
   void run() {
     system->start(*cluster);

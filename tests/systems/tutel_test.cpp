@@ -117,12 +117,43 @@ TEST_F(TutelDrops, DroppedRowsMatchTheCapacityMath) {
 }
 
 TEST_F(TutelDrops, FunctionalCheckCountsDroppedRowsAsZero) {
-  for (const char* degree : {"1", "2"}) {
-    auto r = run_system("tutel", settings(degree), true);
-    const nlohmann::json rep = r->functional->report();
-    EXPECT_TRUE(r->functional->passed()) << degree << ": " << rep.dump();
-    EXPECT_EQ(rep["dropped_rows"], 12);
+  for (const char* ffn : {"plain", "model"}) {
+    for (const char* degree : {"1", "2"}) {
+      std::vector<std::string> set = settings(degree);
+      set.push_back(std::string("systems.tutel.expert_ffn=") + ffn);
+      auto r = run_system("tutel", set, true);
+      const nlohmann::json rep = r->functional->report();
+      EXPECT_TRUE(r->functional->passed()) << ffn << " " << degree << ": " << rep.dump();
+      EXPECT_EQ(rep["dropped_rows"], 12);
+    }
   }
+}
+
+// The harness's experts (Tutel's 'ffn' type: fc1, SiLU, fc2) on a gated preset: GEMM1 has F
+// columns, not the gate and up halves' 2F, so half the tiles of the preset's expert at the
+// same rows, and the functional reference computes the same plain FFN (the run above passes
+// against it, the gated one against the gated reference).
+TEST(Tutel, TheHarnessExpertsArePlainFfns) {
+  MOEHUB_SKIP_UNDER_SANITIZERS();  // a tile-count and timing check; the functional tutel tests run both expert shapes under ASan
+  auto plain = run_system("tutel", {"systems.tutel.overlap_degree=1"});
+  auto gated = run_system("tutel", {"systems.tutel.overlap_degree=1", "systems.tutel.expert_ffn=model"});
+  ASSERT_TRUE(gated->workload.model().gated);
+  EXPECT_FALSE(plain->workload.model().gated);
+  EXPECT_EQ(plain->system->stats(*plain->cluster)["expert_ffn"], "plain");
+  EXPECT_EQ(gated->system->stats(*gated->cluster)["expert_ffn"], "gated");
+  const auto blocks = [](Cluster& c, const std::string& name) {
+    uint64_t b = 0;
+    for (const auto& k : kernels(c, 0)) b += k.name == name ? k.blocks : 0;
+    return b;
+  };
+  EXPECT_EQ(2 * blocks(*plain->cluster, "tutel_gemm1"), blocks(*gated->cluster, "tutel_gemm1"));
+  EXPECT_EQ(blocks(*plain->cluster, "tutel_gemm2"), blocks(*gated->cluster, "tutel_gemm2"));
+  const auto compute = [](Cluster& c) {
+    Time sum = Time::zero();
+    for (const auto& iv : c.activity(0).intervals()) sum += iv.what == Activity::ExpertCompute ? iv.end - iv.start : Time::zero();
+    return sum;
+  };
+  EXPECT_LT(compute(*plain->cluster), compute(*gated->cluster));
 }
 
 TEST(Tutel, NoHostSyncWithAPositiveCapacityFactorOneWithZero) {
@@ -218,7 +249,8 @@ TEST(Tutel, UnpipelinedOpCountsAsTheCodeIssuesThem) {
 // 128-row tiles) where the exact counts are about 64 (one tile): more GEMM1 tiles and time.
 TEST(Tutel, CapacityPaddingCostsGemmTilesAndTime) {
   MOEHUB_SKIP_UNDER_SANITIZERS();  // a tile-count and timing check; the functional tutel tests run the path under ASan
-  auto t = run_system("tutel", {"systems.tutel.capacity_factor=4.0", "systems.tutel.overlap_degree=1"});
+  auto t = run_system("tutel", {"systems.tutel.capacity_factor=4.0", "systems.tutel.overlap_degree=1",
+                                "systems.tutel.expert_ffn=model"});
   auto i = run_system("ideal", {});
   const auto blocks = [](Cluster& c, const std::string& name) {
     uint64_t b = 0;

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 #include "config/param_table.h"
@@ -42,6 +43,9 @@ ParamTable<TutelConfig> tutel_table() {
            std::vector<std::pair<std::string, int>>{
                {"adaptive", 0}, {"1", 1}, {"2", 2}, {"4", 4}, {"8", 8}, {"16", 16}, {"32", 32}},
            "Chunks of the capacity dimension pipelined between all-to-all and experts (adaptive: see docs/systems/tutel.md)");
+  t.choice("systems.tutel.expert_ffn", &TutelConfig::expert_ffn, {"plain", "model"},
+           "Tutel's experts: plain = its 'ffn' type (fc1, activation, fc2; no gate projection) as the MoE-Hub "
+           "authors' harness builds it; model = the model preset's experts (gated GEMM1 when model.gated)");
   t.integer("systems.tutel.nccl_cta_threads", [](TutelConfig& c) -> uint32_t& { return c.nccl.threads; },
             "Threads per NCCL CTA")
       .at_least(32)
@@ -116,6 +120,13 @@ class TutelSystem final : public MoeSystem {
  public:
   explicit TutelSystem(TutelConfig cfg) : cfg_(cfg) {}
 
+  // The harness's plain experts (docs/systems/tutel.md): the layer as Tutel computes it, so
+  // that the timing, the functional rows and their reference all use fc1, activation, fc2.
+  std::optional<Workload> own_workload(const Workload& w) override {
+    if (cfg_.expert_ffn != "plain" || !w.model().gated) return std::nullopt;
+    return w.with_gated_experts(false);
+  }
+
   void start(Cluster& c) override {
     cluster_ = &c;
     const Workload& w = c.workload();
@@ -171,6 +182,7 @@ class TutelSystem final : public MoeSystem {
     return {{"capacity", capacity_},
             {"capacity_factor", cfg_.capacity_factor},
             {"overlap_degree", degree_},
+            {"expert_ffn", c.model().gated ? "gated" : "plain"},
             {"dropped_rows", slots_->dropped_rows()},
             {"dropped_tokens", slots_->dropped_tokens()},
             {"expert_slots", slots},

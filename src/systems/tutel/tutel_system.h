@@ -2,6 +2,7 @@
 // Tutel's configuration and its adaptive pipelining rule (src/systems/tutel/tutel.cpp).
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "config/config.h"
@@ -15,6 +16,7 @@ namespace moehub {
 struct TutelConfig {
   double capacity_factor = 1.0;  // systems.tutel.capacity_factor
   int overlap_degree = 1;        // systems.tutel.overlap_degree; 0 = adaptive
+  std::string expert_ffn = "plain";  // systems.tutel.expert_ffn: "plain" (fc1, act, fc2) or "model" (the preset's)
   NcclKernelShape nccl;          // systems.tutel.nccl_cta_threads
   static TutelConfig from(const Config& config);
   static void declare(ParamRegistry& registry);
