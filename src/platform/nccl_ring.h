@@ -53,7 +53,8 @@ struct RingSpec {
   std::vector<std::vector<int>> rings;  // each communicator's GPUs in ring order (disjoint)
   PerGpu<uint64_t> block;               // bytes of the chain whose root is that GPU (0: none)
   RingOp op = RingOp::Broadcast;
-  uint32_t slice_steps = 1;             // FIFO steps (nccl.chunk_bytes each) per slice
+  // FIFO steps (nccl.chunk_bytes each) per slice, per ring (empty: 1 for every ring).
+  std::vector<uint32_t> slice_steps;
 };
 
 class NcclRing {
@@ -85,6 +86,8 @@ class NcclRing {
   struct Chain {
     int root = 0;
     uint64_t bytes = 0;
+    uint64_t slice_bytes = 0;
+    int slots = 1;  // slices a connection's FIFO holds
     int slices = 0;
     std::vector<Stage> stages;
   };
@@ -96,7 +99,7 @@ class NcclRing {
     std::vector<std::pair<size_t, size_t>> stages;  // (chain, stage)
   };
 
-  void add_chain(const std::vector<int>& ring, size_t root_pos);
+  void add_chain(const std::vector<int>& ring, size_t root_pos, uint32_t slice_steps);
   uint64_t slice_size(const Chain& c, int i) const;
   void try_pass(size_t chain, size_t stage);
   void passed(size_t chain, size_t stage, int slice);
@@ -106,8 +109,6 @@ class NcclRing {
   std::string name_;
   RingSpec spec_;
   NcclKernelShape shape_;
-  uint64_t slice_bytes_ = 0;
-  int slots_ = 1;
   Time slot_return_;
   std::vector<Chain> chains_;
   std::vector<std::vector<uint8_t>> stage_done_;
