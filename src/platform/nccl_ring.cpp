@@ -11,19 +11,20 @@ namespace moehub {
 NcclRing::NcclRing(Cluster& cluster, std::string name, RingSpec spec, NcclKernelShape shape)
     : cluster_(cluster), name_(std::move(name)), spec_(std::move(spec)), shape_(shape) {
   const NcclConfig& nccl = cluster.nccl();
-  if (spec_.slice_steps == 0 || spec_.slice_steps > static_cast<uint32_t>(nccl.steps)) {
-    throw std::logic_error(name_ + ": slice_steps must be 1..nccl.steps");
+  if (!spec_.slice_steps.empty() && spec_.slice_steps.size() != spec_.rings.size()) {
+    throw std::logic_error(name_ + ": one slice_steps per ring");
   }
-  slice_bytes_ = nccl.chunk_bytes * spec_.slice_steps;
-  slots_ = nccl.steps / static_cast<int>(spec_.slice_steps);
   // The receiver's head update is a store crossing the fabric back (as net/collectives.h).
   slot_return_ = cluster.network().config().unloaded_packet_latency(0);
   ranks_.resize(cluster.gpus());
   if (spec_.block.size() != cluster.gpus()) throw std::logic_error(name_ + ": one block per GPU");
-  for (const auto& ring : spec_.rings) {
+  for (size_t i = 0; i < spec_.rings.size(); ++i) {
+    const std::vector<int>& ring = spec_.rings[i];
+    const uint32_t steps = spec_.slice_steps.empty() ? 1 : spec_.slice_steps[i];
     if (ring.size() < 2) throw std::logic_error(name_ + ": a ring needs two ranks");
+    if (steps == 0 || steps > static_cast<uint32_t>(nccl.steps)) throw std::logic_error(name_ + ": slice_steps must be 1..nccl.steps");
     for (size_t p = 0; p < ring.size(); ++p) {
-      if (spec_.block.at(ring[p]) > 0) add_chain(ring, p);  // NCCL skips a zero-size collective
+      if (spec_.block.at(ring[p]) > 0) add_chain(ring, p, steps);  // NCCL skips a zero-size collective
     }
   }
   for (const auto& c : chains_) stage_done_.emplace_back(c.stages.size(), 0);
@@ -34,12 +35,14 @@ NcclRing::NcclRing(Cluster& cluster, std::string name, RingSpec spec, NcclKernel
 
 // Broadcast: the root, then its ring successors. Reduce: the root's successor first, the root
 // last. HBM bytes per slice byte as the header says.
-void NcclRing::add_chain(const std::vector<int>& ring, size_t root_pos) {
+void NcclRing::add_chain(const std::vector<int>& ring, size_t root_pos, uint32_t slice_steps) {
   const size_t t = ring.size();
   Chain c;
   c.root = ring[root_pos];
   c.bytes = spec_.block[c.root];
-  c.slices = static_cast<int>((c.bytes + slice_bytes_ - 1) / slice_bytes_);
+  c.slice_bytes = cluster_.nccl().chunk_bytes * slice_steps;
+  c.slots = cluster_.nccl().steps / static_cast<int>(slice_steps);
+  c.slices = static_cast<int>((c.bytes + c.slice_bytes - 1) / c.slice_bytes);
   const size_t first = spec_.op == RingOp::Broadcast ? root_pos : root_pos + 1;
   for (size_t i = 0; i < t; ++i) {
     Stage s;
@@ -57,8 +60,8 @@ void NcclRing::add_chain(const std::vector<int>& ring, size_t root_pos) {
 }
 
 uint64_t NcclRing::slice_size(const Chain& c, int i) const {
-  const uint64_t off = static_cast<uint64_t>(i) * slice_bytes_;
-  return std::min(slice_bytes_, c.bytes - off);
+  const uint64_t off = static_cast<uint64_t>(i) * c.slice_bytes;
+  return std::min(c.slice_bytes, c.bytes - off);
 }
 
 void NcclRing::launch(int g, gpu::Stream& stream, Callback on_done) {
@@ -85,7 +88,7 @@ void NcclRing::try_pass(size_t ci, size_t si) {
   Stage& st = c.stages[si];
   const bool last = si + 1 == c.stages.size();
   if (!ranks_[st.gpu].resident || st.busy || st.passed == c.slices || st.received <= st.passed) return;
-  if (!last && st.slots_used >= slots_) return;
+  if (!last && st.slots_used >= c.slots) return;
   st.busy = true;
   if (!last) ++st.slots_used;
   const int slice = st.passed;

@@ -29,7 +29,11 @@
 // fill a receiver's free slots before the receiver's kernel runs (the FIFO exists from
 // connection setup); a stage makes passes only while its rank's kernel is resident.
 // Simplifications: one CTA stands for the channels (as platform/nccl_group_call.h); the pass
-// and the crossing of one slice are sequential here, pipelined in the real CTA.
+// and the crossing of one slice are sequential here, pipelined in the real CTA; a pass takes
+// its share of the GPU's HBM with no cap for the few SMs NCCL holds: one channel's CTA keeps
+// 640 threads x 8 unrolled 16 B loads in flight (src/include/device.h:93, 535-537), about
+// 195 GB/s at the 421 ns DRAM latency, so two channels already exceed the ~320 GB/s of passes
+// a link-bound (~160 GB/s) reduce needs.
 
 #include <cstdint>
 #include <functional>
@@ -49,7 +53,8 @@ struct RingSpec {
   std::vector<std::vector<int>> rings;  // each communicator's GPUs in ring order (disjoint)
   PerGpu<uint64_t> block;               // bytes of the chain whose root is that GPU (0: none)
   RingOp op = RingOp::Broadcast;
-  uint32_t slice_steps = 1;             // FIFO steps (nccl.chunk_bytes each) per slice
+  // FIFO steps (nccl.chunk_bytes each) per slice, per ring (empty: 1 for every ring).
+  std::vector<uint32_t> slice_steps;
 };
 
 class NcclRing {
@@ -81,6 +86,8 @@ class NcclRing {
   struct Chain {
     int root = 0;
     uint64_t bytes = 0;
+    uint64_t slice_bytes = 0;
+    int slots = 1;  // slices a connection's FIFO holds
     int slices = 0;
     std::vector<Stage> stages;
   };
@@ -92,7 +99,7 @@ class NcclRing {
     std::vector<std::pair<size_t, size_t>> stages;  // (chain, stage)
   };
 
-  void add_chain(const std::vector<int>& ring, size_t root_pos);
+  void add_chain(const std::vector<int>& ring, size_t root_pos, uint32_t slice_steps);
   uint64_t slice_size(const Chain& c, int i) const;
   void try_pass(size_t chain, size_t stage);
   void passed(size_t chain, size_t stage, int slice);
@@ -102,8 +109,6 @@ class NcclRing {
   std::string name_;
   RingSpec spec_;
   NcclKernelShape shape_;
-  uint64_t slice_bytes_ = 0;
-  int slots_ = 1;
   Time slot_return_;
   std::vector<Chain> chains_;
   std::vector<std::vector<uint8_t>> stage_done_;

@@ -298,23 +298,30 @@ TEST(NcclRing, ReduceAddsAtEveryRankAndEndsAtTheRoot) {
 }
 
 TEST(NcclRing, ASliceWaitsForAFreeSlotInTheNextRanksFifo) {
-  // Two ranks, 9 slices, 8 FIFO slots; rank 1's kernel comes 50 us late. Rank 0 fills the 8
-  // slots and stops; the 9th slice leaves only after rank 1 has passed over the first one and
-  // the head update has crossed back, so rank 0's part ends after rank 1's kernel is up.
-  CollectiveRig rig(2);
-  const uint64_t slice = rig.cluster().nccl().chunk_bytes;
-  ASSERT_EQ(rig.cluster().nccl().steps, 8);
-  RingSpec spec;
-  spec.rings = {{0, 1}};
-  spec.block = PerGpu<uint64_t>(2, 0);
-  spec.block[0] = 9 * slice;
-  NcclRing ring(rig.cluster(), "ring", spec, NcclKernelShape{});
-  ring.launch(0, rig.cluster().stream(0));
-  rig.cluster().sim().schedule_in(Time::from_us(50), [&] { ring.launch(1, rig.cluster().stream(1)); });
-  rig.cluster().sim().run();
-  ASSERT_TRUE(ring.done_at(0) && ring.resident_at(1));
-  EXPECT_GT(*ring.resident_at(1), *ring.resident_at(0) + Time::from_us(49));
-  EXPECT_GT(*ring.done_at(0), *ring.resident_at(1));
+  // Two ranks; rank 1's kernel comes 50 us late. The FIFO holds 8 steps of 512 KiB: 8 slices
+  // of one step (broadcast, reduce) or 4 of two (all-gather, reduce-scatter). A block that fits
+  // is all sent before rank 1 is up; one slice more leaves only after rank 1 has passed over
+  // the first one and the head update has crossed back.
+  const auto sender_done_after_receiver_up = [](uint32_t steps, int slices) {
+    CollectiveRig rig(2);
+    RingSpec spec;
+    spec.rings = {{0, 1}};
+    spec.block = PerGpu<uint64_t>(2, 0);
+    spec.block[0] = rig.cluster().nccl().chunk_bytes * steps * static_cast<uint64_t>(slices);
+    spec.slice_steps = {steps};
+    NcclRing ring(rig.cluster(), "ring", spec, NcclKernelShape{});
+    ring.launch(0, rig.cluster().stream(0));
+    rig.cluster().sim().schedule_in(Time::from_us(50), [&] { ring.launch(1, rig.cluster().stream(1)); });
+    rig.cluster().sim().run();
+    EXPECT_TRUE(ring.done_at(0) && ring.resident_at(1));
+    EXPECT_GT(*ring.resident_at(1), *ring.resident_at(0) + Time::from_us(49));
+    return *ring.done_at(0) > *ring.resident_at(1);
+  };
+  ASSERT_EQ(CollectiveRig(2).cluster().nccl().steps, 8);
+  EXPECT_FALSE(sender_done_after_receiver_up(1, 8));
+  EXPECT_TRUE(sender_done_after_receiver_up(1, 9));
+  EXPECT_FALSE(sender_done_after_receiver_up(2, 4));
+  EXPECT_TRUE(sender_done_after_receiver_up(2, 5));
 }
 
 }  // namespace

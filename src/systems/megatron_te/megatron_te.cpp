@@ -115,17 +115,20 @@ class MegatronTeSystem final : public MoeSystem {
     const uint64_t fp32_row = static_cast<uint64_t>(cluster.model().hidden) * mp::kProbBytes;
     RingSpec rows, probs, reduce;
     rows.block = probs.block = PerGpu<uint64_t>(n, 0);
-    bool even = true;
     for (int s = 0; s < n; ++s) {
       const std::vector<int>& group = layouts_[s].tp_group;
-      if (group.front() == s) rows.rings.push_back(group);
-      for (int d : group) even = even && layouts_[d].recv_total == layouts_[s].recv_total;
+      if (group.front() == s) {
+        // PyTorch decides per group: even splits take ncclAllGather / ncclReduceScatter, whose
+        // slices are 2 FIFO steps, broadcast / reduce 1 (nccl collectives.h:21-34).
+        bool even = true;
+        for (int d : group) even = even && layouts_[d].recv_total == layouts_[s].recv_total;
+        rows.rings.push_back(group);
+        rows.slice_steps.push_back(even ? 2 : 1);
+      }
       const uint64_t block = static_cast<uint64_t>(layouts_[s].recv_total);
       rows.block[s] = block * row_bytes;
       probs.block[s] = block * mp::kProbBytes;
     }
-    // ALLGATHER/REDUCESCATTER_SLICESTEPS 2, BROADCAST/REDUCE 1 (nccl collectives.h:21-34).
-    rows.slice_steps = even ? 2 : 1;
     probs.rings = rows.rings;
     probs.slice_steps = rows.slice_steps;
     reduce = probs;
