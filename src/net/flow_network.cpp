@@ -214,6 +214,24 @@ void FlowNetwork::reallocate() {
   account_busy(now);
 }
 
+// Opens a resource's busy period when it gains load and closes it (statistics, timeline) when
+// it loses all of it. Only the refilled components' resources can have changed load; they are
+// visited in index order, as a walk over every resource would.
+void FlowNetwork::account_busy(int64_t now) {
+  std::vector<uint32_t>& visited = scratch_.visited_res;
+  std::sort(visited.begin(), visited.end());
+  for (const uint32_t i : visited) {
+    Resource& r = resources_[i];
+    if (r.load > 0 && r.busy_since < 0) {
+      r.busy_since = now;
+    } else if (r.load == 0 && r.busy_since >= 0) {
+      r.busy_ps += now - r.busy_since;
+      if (trace_) trace_busy(i, r.busy_since, now);
+      r.busy_since = -1;
+    }
+  }
+}
+
 // The resources and classes connected to `seed` (depth first), then in allocation order.
 void FlowNetwork::collect_component(uint32_t seed) {
   Scratch& w = scratch_;
@@ -408,20 +426,6 @@ void FlowNetwork::set_due(uint32_t slot, int64_t now) {
   std::push_heap(due_.begin(), due_.end(), due_later);
 }
 
-// Opens a resource's busy period when it gains load and closes it (statistics, timeline) when
-// it loses all of it.
-void FlowNetwork::account_busy(int64_t now) {
-  for (size_t i = 0; i < resources_.size(); ++i) {
-    Resource& r = resources_[i];
-    if (r.load > 0 && r.busy_since < 0) {
-      r.busy_since = now;
-    } else if (r.load == 0 && r.busy_since >= 0) {
-      r.busy_ps += now - r.busy_since;
-      if (trace_) trace_busy(i, r.busy_since, now);
-      r.busy_since = -1;
-    }
-  }
-}
 
 void FlowNetwork::trace_busy(size_t resource, int64_t since, int64_t now) {
   const size_t nvlink = static_cast<size_t>(cfg_.gpus) * 2;
