@@ -24,6 +24,52 @@ uint64_t scale(uint64_t value, double fraction) {
 
 namespace {
 
+// The SM's occupancy limits, its store path and the GPU-side latencies (gpu_table's second half,
+// declared in this order so `list` keeps its order).
+void add_sm_and_latency_params(ParamTable<GpuConfig>& t) {
+  // Occupancy limits of one SM.
+  t.integer("gpu.max_blocks_per_sm", &GpuConfig::max_blocks_per_sm, "Resident thread blocks per SM (hardware limit)")
+      .at_least(1)
+      .in_unit("blocks");
+  t.integer("gpu.max_threads_per_sm", &GpuConfig::max_threads_per_sm, "Resident threads per SM")
+      .at_least(1)
+      .in_unit("threads");
+  t.bytes("gpu.shared_memory_per_sm", &GpuConfig::shared_memory_per_sm,
+          "Shared memory per SM available to thread blocks")
+      .positive();
+  t.integer("gpu.registers_per_sm", &GpuConfig::registers_per_sm, "32-bit registers per SM")
+      .at_least(1)
+      .in_unit("registers");
+
+  // Stores to peers leave an SM at most this fast (bytes per SM clock).
+  t.integer("gpu.sm_store_bytes_per_clock", &GpuConfig::sm_store_bytes_per_clock,
+            "Load/store bytes one SM can issue per clock")
+      .at_least(1)
+      .at_most(1 << 20)
+      .in_unit("B/clk");
+  t.bytes("gpu.store_staging_bytes", &GpuConfig::store_staging_bytes,
+          "Remote-store bytes the SM-to-hub path holds before stores back-pressure the SMs")
+      .positive();
+
+  // Launch and stream costs on the GPU side.
+  t.time("gpu.launch_gap", &GpuConfig::launch_gap,
+         "GPU-side latency from a kernel becoming eligible to its first thread block");
+  t.time("gpu.event_wait_latency", &GpuConfig::event_wait_latency,
+         "Latency of a cross-stream event wait after the event fires");
+
+  // Polling a signal in device memory.
+  t.time("gpu.poll_latency", &GpuConfig::poll_latency, "Latency of one flag load (an L2 round trip)");
+  t.time("gpu.dram_latency", &GpuConfig::dram_latency,
+         "Load-to-use latency of a dependent read that misses L2 and goes to HBM (e.g. the AAU's spill-table read)")
+      .positive();
+  t.time("gpu.poll_sleep", &GpuConfig::poll_sleep, "Sleep between polls (__nanosleep)");
+  t.bytes("gpu.poll_bytes", &GpuConfig::poll_bytes, "Memory traffic of one poll").positive();
+
+  t.integer("gpu.trace_sm_group", &GpuConfig::trace_sm_group, "SMs per timeline track (presentation only)")
+      .at_least(1)
+      .in_unit("SMs");
+}
+
 ParamTable<GpuConfig> gpu_table() {
   ParamTable<GpuConfig> t;
   t.string("gpu.name", &GpuConfig::name, "GPU product modelled");
@@ -69,47 +115,7 @@ ParamTable<GpuConfig> gpu_table() {
       .at_least(1)
       .in_unit("blocks");
 
-  // Occupancy limits of one SM.
-  t.integer("gpu.max_blocks_per_sm", &GpuConfig::max_blocks_per_sm, "Resident thread blocks per SM (hardware limit)")
-      .at_least(1)
-      .in_unit("blocks");
-  t.integer("gpu.max_threads_per_sm", &GpuConfig::max_threads_per_sm, "Resident threads per SM")
-      .at_least(1)
-      .in_unit("threads");
-  t.bytes("gpu.shared_memory_per_sm", &GpuConfig::shared_memory_per_sm,
-          "Shared memory per SM available to thread blocks")
-      .positive();
-  t.integer("gpu.registers_per_sm", &GpuConfig::registers_per_sm, "32-bit registers per SM")
-      .at_least(1)
-      .in_unit("registers");
-
-  // Stores to peers leave an SM at most this fast (bytes per SM clock).
-  t.integer("gpu.sm_store_bytes_per_clock", &GpuConfig::sm_store_bytes_per_clock,
-            "Load/store bytes one SM can issue per clock")
-      .at_least(1)
-      .at_most(1 << 20)
-      .in_unit("B/clk");
-  t.bytes("gpu.store_staging_bytes", &GpuConfig::store_staging_bytes,
-          "Remote-store bytes the SM-to-hub path holds before stores back-pressure the SMs")
-      .positive();
-
-  // Launch and stream costs on the GPU side.
-  t.time("gpu.launch_gap", &GpuConfig::launch_gap,
-         "GPU-side latency from a kernel becoming eligible to its first thread block");
-  t.time("gpu.event_wait_latency", &GpuConfig::event_wait_latency,
-         "Latency of a cross-stream event wait after the event fires");
-
-  // Polling a signal in device memory.
-  t.time("gpu.poll_latency", &GpuConfig::poll_latency, "Latency of one flag load (an L2 round trip)");
-  t.time("gpu.dram_latency", &GpuConfig::dram_latency,
-         "Load-to-use latency of a dependent read that misses L2 and goes to HBM (e.g. the AAU's spill-table read)")
-      .positive();
-  t.time("gpu.poll_sleep", &GpuConfig::poll_sleep, "Sleep between polls (__nanosleep)");
-  t.bytes("gpu.poll_bytes", &GpuConfig::poll_bytes, "Memory traffic of one poll").positive();
-
-  t.integer("gpu.trace_sm_group", &GpuConfig::trace_sm_group, "SMs per timeline track (presentation only)")
-      .at_least(1)
-      .in_unit("SMs");
+  add_sm_and_latency_params(t);
   return t;
 }
 
