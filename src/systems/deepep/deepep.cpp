@@ -10,11 +10,14 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "config/param_table.h"
 #include "sim/error.h"
 #include "systems/deepep/deepep_functional.h"
+#include "systems/deepep/deepep_internode.h"
+#include "systems/deepep/deepep_internode_plan.h"
 #include "systems/deepep/deepep_kernels.h"
 #include "systems/deepep/deepep_plan.h"
 #include "platform/megatron_permute.h"
@@ -27,6 +30,7 @@ namespace {
 
 namespace mp = megatron_permute;
 constexpr uint64_t kIntBytes = 4;  // int32 counts, offsets, source indices
+constexpr uint64_t kSourceMetaBytes = 8;  // internode.cu SourceMeta: src_rdma_rank, is_token_in_nvl_rank_bits
 
 struct DeepEpParams {
   uint32_t num_sms = 0;
@@ -34,6 +38,7 @@ struct DeepEpParams {
   uint32_t dispatch_chunk = 0, dispatch_ring = 0, combine_chunk = 0, combine_ring = 0;
   uint32_t notify_threads = 0, layout_threads = 0, layout_experts_per_block = 0, layout_ranks_per_block = 0;
   Time mapped_write_latency, host_poll_reaction;
+  DeepEpInternodeParams internode;
 
   static ParamTable<DeepEpParams> table() {
     using P = DeepEpParams;
@@ -69,6 +74,7 @@ struct DeepEpParams {
   static DeepEpParams from(const Config& c) {
     DeepEpParams p;
     table().read(c, p);
+    p.internode = DeepEpInternodeParams::from(c);
     if (p.num_sms % 2 != 0) throw UserError("systems.deepep.num_sms", "must be even (one sender and one receiver CTA per channel)");
     if (p.dispatch_chunk > p.dispatch_ring) throw UserError("systems.deepep.dispatch_chunk_tokens", "exceeds the ring size");
     if (p.combine_chunk > p.combine_ring) throw UserError("systems.deepep.combine_chunk_tokens", "exceeds the ring size");
@@ -76,7 +82,10 @@ struct DeepEpParams {
   }
 };
 
-void declare_deepep_params(ParamRegistry& r) { DeepEpParams::table().declare(r); }
+void declare_deepep_params(ParamRegistry& r) {
+  DeepEpParams::table().declare(r);
+  DeepEpInternodeParams::table().declare(r);
+}
 
 class DeepEpSystem final : public MoeSystem {
  public:
@@ -89,13 +98,20 @@ class DeepEpSystem final : public MoeSystem {
     nlohmann::json j{{"polls", n.polls}, {"stores", n.stores}, {"store_bytes", n.store_bytes}, {"store_refusals", n.store_refusals}};
     j["deepep_dispatch_GBps"] = deepep_rate(cluster, true);
     j["deepep_combine_GBps"] = deepep_rate(cluster, false);
+    if (inter_) {
+      // test_internode.py: RDMA bytes are each token once per destination node, its own included.
+      j["deepep_dispatch_rdma_GBps"] = deepep_rate(cluster, true, true);
+      j["deepep_combine_rdma_GBps"] = deepep_rate(cluster, false, true);
+    }
     return j;
   }
 
   // DeepEP's own convention (tests/test_intranode.py): the tokens a rank receives, deduplicated
   // per rank and its own included (recv_x), times the row bytes, over the kernel's time; mean
   // over ranks. Unlike dispatch_GBps it counts local rows and one copy per rank, not per expert.
-  nlohmann::json deepep_rate(Cluster& cluster, bool dispatch) const {
+  // With `rdma`, tests/test_internode.py's RDMA convention: the tokens a rank sends over RDMA,
+  // once per destination node (its own included), times the row bytes.
+  nlohmann::json deepep_rate(Cluster& cluster, bool dispatch, bool rdma = false) const {
     double sum = 0;
     int ranks = 0;
     const uint64_t row = static_cast<uint64_t>(cluster.model().row_bytes());
@@ -104,7 +120,7 @@ class DeepEpSystem final : public MoeSystem {
       const std::optional<Time>& start = dispatch ? p.dispatch_start : p.combine_start;
       const std::optional<Time>& end = dispatch ? p.dispatch_end : p.combine_end;
       if (!start || !end || *end <= *start) continue;
-      const uint64_t tokens = plan_.recv_token[static_cast<size_t>(d)].size();
+      const uint64_t tokens = rdma ? static_cast<uint64_t>(inter_plan_.rdma_tokens(d)) : plan_.recv_token[static_cast<size_t>(d)].size();
       sum += static_cast<double>(tokens * row) / (*end - *start).seconds() / 1e9;
       ++ranks;
     }
@@ -114,12 +130,8 @@ class DeepEpSystem final : public MoeSystem {
   void start(Cluster& cluster) override {
     c_ = &cluster;
     const int n = cluster.gpus();
-    // DeepEP V1's intranode kernels connect at most 8 ranks (NUM_MAX_NVL_PEERS); beyond that the
-    // model extends the same mechanism over the larger NVLink domain (docs/systems/deepep.md).
     k_ = std::make_unique<SharedKernels>(cluster);
     const Workload& w = cluster.workload();
-    const uint64_t row = static_cast<uint64_t>(w.model().row_bytes());
-    const uint64_t topk = static_cast<uint64_t>(w.model().top_k());
     plan_ = make_deepep_plan(w, static_cast<int>(p_.num_sms / 2));
     for (int g = 0; g < n; ++g) experts_.push_back(make_deepep_expert_rows(w, plan_, g));
     fn_ = DeepEpFunctional::make(cluster, plan_, experts_);
@@ -130,6 +142,52 @@ class DeepEpSystem final : public MoeSystem {
       combine_barrier_.push_back(cluster.gpu(g).create_signal("cached_notify_combine barrier"));
     }
 
+    // GPUs on several nodes run DeepEP's internode kernels; one NVLink domain its intranode
+    // kernels, also beyond their 8 ranks (NUM_MAX_NVL_PEERS: the model extends the same
+    // mechanism over a larger domain, docs/systems/deepep.md).
+    const NetConfig& net = cluster.network().config();
+    if (net.scale_out()) {
+      start_internode(net.gpus_per_node);
+    } else {
+      start_intranode();
+    }
+    for (int g = 0; g < n; ++g) issue_until_spin(g);
+  }
+
+ private:
+  // GPUs on several nodes: DeepEP's internode kernels (docs/systems/deepep.md "Internode").
+  void start_internode(int per_node) {
+    Cluster& cluster = *c_;
+    const uint64_t row = static_cast<uint64_t>(cluster.model().row_bytes());
+    const uint64_t topk = static_cast<uint64_t>(cluster.model().top_k());
+    const int nodes = cluster.gpus() / per_node;
+    inter_plan_ = make_deepep_internode_plan(plan_, per_node, p_.internode.d.rdma_chunk);
+    InternodeKernelConfig k = DeepEpInternode::config(p_.internode, p_.num_sms, nodes);
+    // get_num_bytes_per_token (internode.cu:42-46): the row, SourceMeta (two int32), int32
+    // top-k indices and fp32 weights (dispatch) or the weights alone (combine), 16-byte aligned.
+    k.dispatch_token_bytes = align16(row + kSourceMetaBytes + topk * (kIntBytes + mp::kProbBytes));
+    k.combine_token_bytes = align16(row + kSourceMetaBytes + topk * mp::kProbBytes);
+    k.row_bytes = row;
+    const uint32_t groups = static_cast<uint32_t>(nodes + per_node);  // warp groups per CTA, both kernels
+    if (cluster.gpu_config().max_blocks_per_sm && groups > cluster.gpu_config().max_blocks_per_sm) {
+      throw UserError("run.gpus", "DeepEP internode kernels need " + std::to_string(groups) +
+                                      " warp groups per SM here, more than gpu.max_blocks_per_sm");
+    }
+    DeepEpInternode::Hooks h;
+    h.dispatch_token = [this](int g, int c, int src, int64_t i) { fn_->dispatch_chunk(g, c, src, i, 1); };
+    h.combine_token = [this](int g, int c, int e, int64_t i) { fn_->combine_chunk(g, c, e, i, 1); };
+    inter_ = std::make_unique<DeepEpInternode>(cluster, plan_, inter_plan_, k, std::move(h));
+  }
+
+  static uint64_t align16(uint64_t b) { return (b + 15) / 16 * 16; }
+
+  // One NVLink domain: DeepEP's intranode kernels.
+  void start_intranode() {
+    Cluster& cluster = *c_;
+    const int n = cluster.gpus();
+    const Workload& w = cluster.workload();
+    const uint64_t row = static_cast<uint64_t>(w.model().row_bytes());
+    const uint64_t topk = static_cast<uint64_t>(w.model().top_k());
     ChannelKernelConfig d;
     d.name = "deepep_dispatch";
     d.num_sms = p_.num_sms;
@@ -169,11 +227,8 @@ class DeepEpSystem final : public MoeSystem {
     };
     bh.on_chunk = [this](int g, int c, int src, int64_t first, int64_t count) { fn_->combine_chunk(g, c, src, first, count); };
     combine_ = std::make_unique<Transfer>(cluster, b, back, bh);
-
-    for (int g = 0; g < n; ++g) issue_until_spin(g);
   }
 
- private:
   // A channel kernel with its per-token store size at hand.
   struct Transfer {
     Transfer(Cluster& c, const ChannelKernelConfig& cfg, const ChannelCounts& counts, DeepEpChannelKernel::Hooks h)
@@ -316,7 +371,7 @@ class DeepEpSystem final : public MoeSystem {
 
     // The dispatch kernel, sized by the count the host read.
     auto id = std::make_shared<gpu::KernelId>();
-    gpu::KernelSpec disp = dispatch_->kernel.kernel(g);
+    gpu::KernelSpec disp = inter_ ? inter_->dispatch(g) : dispatch_->kernel.kernel(g);
     disp.on_done = [this, g, id] {
       c_->phases(g).dispatch_start = *c_->gpu(g).kernel_times(*id).started;
       c_->phases(g).dispatch_end = c_->sim().now();
@@ -368,7 +423,7 @@ class DeepEpSystem final : public MoeSystem {
     nc.extra_block_bytes = n * 2 * kIntBytes;
     c.launch(g, comm, Activity::Communication, deepep_notify_kernel(c, g, nc, combine_barrier_, nullptr));
     auto cid = std::make_shared<gpu::KernelId>();
-    gpu::KernelSpec comb = combine_->kernel.kernel(g);
+    gpu::KernelSpec comb = inter_ ? inter_->combine(g) : combine_->kernel.kernel(g);
     comb.on_done = [this, g, cid] {
       c_->phases(g).combine_start = *c_->gpu(g).kernel_times(*cid).started;
       c_->phases(g).combine_end = c_->sim().now();
@@ -386,7 +441,9 @@ class DeepEpSystem final : public MoeSystem {
   std::unique_ptr<DeepEpFunctional> fn_;  // does nothing in timing-only runs
   PerGpu<GpuState> gpus_;
   PerGpu<gpu::SignalId> notify_barrier_, combine_barrier_;
-  std::unique_ptr<Transfer> dispatch_, combine_;
+  std::unique_ptr<Transfer> dispatch_, combine_;  // one node
+  DeepEpInternodePlan inter_plan_;                 // several nodes
+  std::unique_ptr<DeepEpInternode> inter_;
 };
 
 }  // namespace
