@@ -2,10 +2,11 @@
 // Transformer Engine grouped GEMM experts, no overlap, every step a launch on the compute
 // stream (docs/research/systems.md section 1; docs/systems.md). Per GPU:
 //   routing; per-expert counts (routing_map.sum(0)); NCCL all-gather of the [E] counts; split
-//   sizes; D2H copies of the split sizes on a side stream; permutation 1 (argsort, token ids,
-//   probs gather, row gather); host blocks on the copies; NCCL all-to-all of the rows and of
-//   the probs with those splits; sort_chunks_by_idxs (source-major -> expert-major, rows and
-//   probs); GEMM1, activation (probs applied here, as the fused weighted SwiGLU of the current
+//   sizes; D2H copies of the split sizes on a side stream; permutation 1 (token ids and probs
+//   by masked_select, each blocking the host on its count; row gather); host blocks on the
+//   copies; NCCL all-to-all of the rows and of the probs with those splits; with more than one
+//   local expert sort_chunks_by_idxs (source-major -> expert-major, rows and probs); GEMM1,
+//   activation (probs applied here, as the fused weighted SwiGLU of the current
 //   code does), GEMM2; unsort; NCCL all-to-all back; unpermute (zeros + scatter_add, a pure sum
 //   of each token's k rows).
 
@@ -16,6 +17,7 @@
 
 #include "config/param_table.h"
 #include "gpu/host.h"
+#include "platform/framework_calls.h"
 #include "platform/megatron_permute.h"
 #include "platform/megatron_router.h"
 #include "platform/moe_system.h"
@@ -201,54 +203,85 @@ class MegatronTeSystem final : public MoeSystem {
     host.framework_op();  // out.view
   }
 
-  // Steps 1-6 of docs/research/systems.md 1.1: everything the host issues before it blocks.
+  // Steps 1-6 of docs/research/systems.md 1.1: everything the host issues before the
+  // dispatch; the host blocks twice inside permutation 1 (its masked_selects) and once on the
+  // D2H event.
   void issue_until_sync(int g) {
     Cluster& c = *c_;
     const Workload& w = c.workload();
     const Routing& r = megatron_routing(w);  // E logical experts under EP+TP
     const uint64_t t = static_cast<uint64_t>(w.tokens().count(g));
-    const uint64_t e = static_cast<uint64_t>(r.experts());
-    const uint64_t n = static_cast<uint64_t>(c.gpus());
-    const uint64_t ep = static_cast<uint64_t>(w.tp().ep()), tp = static_cast<uint64_t>(w.tp().tp());
-    const uint64_t el = static_cast<uint64_t>(w.placement().local_experts(g).size());
-    const uint64_t k = static_cast<uint64_t>(r.top_k());
     gpu::Stream& s = c.stream(g);
     fn_->input(g);
     launch_megatron_router(c, *k_, g, s, static_cast<int64_t>(t));
-    // num_local_tokens_per_expert = routing_map.sum(0): read the [T, E] mask, write E counts.
-    op(g, Activity::DataShuffle, k_->memory(g, "tokens_per_expert", t * e * mp::kMaskBytes + e * mp::kLongBytes));
+    issue_preprocess(g);
+    gpu::Stream& dtoh = issue_split_copies(g);
+    mp::issue_permute(c, *k_, g, s, t, static_cast<uint64_t>(r.experts()), t * static_cast<uint64_t>(r.top_k()),
+                      [this, g] { fn_->permute1(g); });
+    // dispatch_all_to_all's `self.d2h_event.synchronize()` at before_ep_alltoall (0014f13
+    // token_dispatcher.py:524, 814); nothing follows the event on the D2H stream.
+    c.host(g).framework_op();
+    c.host_sync(g, dtoh, 0, Time::zero(), [this, g] { issue_after_sync(g); });
+  }
+
+  // The dispatcher's `preprocess` (NVIDIA/Megatron-LM 0014f13 token_dispatcher.py:335-454,
+  // dropless, EP or TP > 1): the per-expert counts, input_splits, the count all-gather, then the
+  // slice of the local experts' columns and its three sums (output_splits, output_splits_tp,
+  // num_tokens_per_local_expert). Views and reshapes are framework ops without a kernel.
+  void issue_preprocess(int g) {
+    Cluster& c = *c_;
+    const Workload& w = c.workload();
+    const uint64_t t = static_cast<uint64_t>(w.tokens().count(g));
+    const uint64_t e = static_cast<uint64_t>(megatron_routing(w).experts());
+    const uint64_t n = static_cast<uint64_t>(c.gpus()), ep = static_cast<uint64_t>(w.tp().ep());
+    const uint64_t tp = static_cast<uint64_t>(w.tp().tp());
+    const uint64_t el = static_cast<uint64_t>(w.placement().local_experts(g).size());
+    gpu::Stream& s = c.stream(g);
+    constexpr uint64_t kL = mp::kLongBytes;
+    issue_framework_ops(c, *k_, g, s, Activity::DataShuffle, "",
+                        {{"tokens_per_expert", {t * e * mp::kMaskBytes + e * kL}},  // routing_map.sum(dim=0)
+                         {"long", {}},
+                         {"reshape", {}},
+                         {"input_splits", {e * kL + ep * kL}}});
     all_gather(g, "allgather_counts", [this, g] { counts_->join(g); }, counts_done_[g]);
-    // output_splits, num_global_tokens_per_local_expert and their sums from the [N, E] matrix.
-    op(g, Activity::DataShuffle, k_->memory(g, "count_splits", 2 * n * e * mp::kLongBytes));
-    // The split sizes go to the host on a side stream that waits for the counts.
+    issue_framework_ops(c, *k_, g, s, Activity::DataShuffle, "",
+                        {{"reshape", {}},
+                         {"transpose", {}},
+                         {"slice", {}},
+                         {"local_counts_contiguous", {2 * n * el * kL}},
+                         {"tokens_per_rank", {n * el * kL + n * kL}},  // .sum(axis=2)
+                         {"output_splits", {}},                        // [tp_rank]
+                         {"output_splits_tp", {n * kL + tp * kL}},     // .sum(axis=1)
+                         {"tokens_per_local_expert", {n * el * kL + el * kL}}});  // .sum(dim=(0, 1))
+    if (el > 1) c.host(g).framework_op();  // .view(-1, E_l)
+  }
+
+  // `_maybe_dtoh_and_synchronize` at before_permutation_1 (0014f13 token_dispatcher.py:777-
+  // 810): the D2H stream waits for the compute stream, non-blocking copies of tokens_per_expert
+  // [E_l], input_splits [EP], output_splits [EP], output_splits_tp [TP] and, with more than
+  // one local expert, num_global_tokens_per_local_expert [TP x EP, E_l] (num_out_tokens is a
+  // Python int when dropless: no copy), then an event on the D2H stream. Returns that stream.
+  gpu::Stream& issue_split_copies(int g) {
+    Cluster& c = *c_;
+    const Workload& w = c.workload();
+    const uint64_t n = static_cast<uint64_t>(c.gpus()), ep = static_cast<uint64_t>(w.tp().ep());
+    const uint64_t tp = static_cast<uint64_t>(w.tp().tp());
+    const uint64_t el = static_cast<uint64_t>(w.placement().local_experts(g).size());
     gpu::Gpu& gp = c.gpu(g);
     gpu::Stream& dtoh = gp.create_stream("dtoh");
     const gpu::EventId counts_ready = gp.create_event("counts ready");
     c.host(g).framework_op();  // cuda_dtoh_stream.wait_stream(current stream)
-    c.host(g).record(s, counts_ready);
+    c.host(g).record(c.stream(g), counts_ready);
     c.host(g).wait(dtoh, counts_ready);
-    // tokens_per_expert [E_l], input_splits [EP], output_splits [EP], output_splits_tp [TP],
-    // num_out_tokens, num_global_tokens_per_local_expert [TP x EP, E_l]
-    // (_maybe_dtoh_and_synchronize; token_dispatcher.py L568-592).
-    const std::vector<uint64_t> copies{el * mp::kLongBytes, ep * mp::kLongBytes, ep * mp::kLongBytes,
-                                       tp * mp::kLongBytes, mp::kLongBytes,      n * el * mp::kLongBytes};
-    for (size_t i = 0; i + 1 < copies.size(); ++i) {
+    std::vector<uint64_t> copies{el * mp::kLongBytes, ep * mp::kLongBytes, ep * mp::kLongBytes, tp * mp::kLongBytes};
+    if (el > 1) copies.push_back(n * el * mp::kLongBytes);
+    for (const uint64_t bytes : copies) {
       c.host(g).framework_op();  // tensor.to("cpu", non_blocking=True)
-      c.host(g).copy(dtoh, "D2H split sizes", copies[i], true);
+      c.host(g).copy(dtoh, "D2H split sizes", bytes, true);
     }
-    // Permutation 1.
-    const uint64_t rows = t * k;
-    op(g, Activity::DataShuffle, k_->memory(g, "permute1_argsort", mp::argsort_bytes(e, t)));
-    op(g, Activity::DataShuffle, k_->memory(g, "permute1_token_ids", mp::token_index_bytes(rows)));
-    op(g, Activity::DataShuffle, k_->memory(g, "permute1_probs", mp::probs_gather_bytes(rows)));
-    gpu::KernelSpec gather = k_->permute(g, rows, "permute1_rows");
-    gather.on_done = [this, g] { fn_->permute1(g); };
-    op(g, Activity::DataShuffle, std::move(gather));
-    // The host blocks on the copies (the last one is issued with the synchronisation), then
-    // issues the rest with the split sizes it now holds.
-    c.host(g).framework_op();  // the last .to("cpu"), then the event's synchronize()
-    c.host(g).framework_op();
-    c.host_sync(g, dtoh, copies.back(), Time::zero(), [this, g] { issue_after_sync(g); });
+    c.host(g).framework_op();  // d2h_event = cuda_dtoh_stream.record_event()
+    c.host(g).record(dtoh, gp.create_event("d2h event"));
+    return dtoh;
   }
 
   // Steps 7-13.
@@ -287,6 +320,15 @@ class MegatronTeSystem final : public MoeSystem {
       });
       group_call(g, *gather_probs_, [](Time, Time) {});
     }
+    if (!sorts_chunks(g)) {  // one chunk per source: the received order is the experts' order
+      c_->host(g).call([this, g] {
+        c_->stream(g).callback([this, g] {
+          fn_->sort(g);
+          fn_->sort_probs(g);
+        });
+      });
+      return;
+    }
     gpu::KernelSpec sort_rows = k_->memory(g, "sort_chunks_rows", 2 * in * row_bytes);
     sort_rows.on_done = [this, g] { fn_->sort(g); };
     op(g, Activity::DataShuffle, std::move(sort_rows));
@@ -294,6 +336,10 @@ class MegatronTeSystem final : public MoeSystem {
     sort_probs.on_done = [this, g] { fn_->sort_probs(g); };
     op(g, Activity::DataShuffle, std::move(sort_probs));
   }
+
+  // Permutation 2 and its inverse run only with more than one local expert (0014f13
+  // token_dispatcher.py:569, and combine_preprocess's same test).
+  bool sorts_chunks(int g) const { return c_->workload().placement().local_experts(g).size() > 1; }
 
   // Step 10: TE's GroupedLinear fc1, the weighted activation, fc2 (under EP+TP on the shard:
   // F / T columns of fc1, rows of fc2; experts.py TEGroupedMLP, transformer_engine.py L2459-2472).
@@ -332,9 +378,13 @@ class MegatronTeSystem final : public MoeSystem {
     const MegatronLayout& l = layouts_[g];
     const uint64_t row_bytes = static_cast<uint64_t>(w.model().row_bytes());
     const uint64_t h = static_cast<uint64_t>(w.model().hidden), dtype = static_cast<uint64_t>(w.model().dtype_bytes);
-    gpu::KernelSpec unsort = k_->memory(g, "unsort_chunks_rows", 2 * static_cast<uint64_t>(l.gather_total) * row_bytes);
-    unsort.on_done = [this, g] { fn_->unsort(g); };
-    op(g, Activity::DataShuffle, std::move(unsort));
+    if (sorts_chunks(g)) {
+      gpu::KernelSpec unsort = k_->memory(g, "unsort_chunks_rows", 2 * static_cast<uint64_t>(l.gather_total) * row_bytes);
+      unsort.on_done = [this, g] { fn_->unsort(g); };
+      op(g, Activity::DataShuffle, std::move(unsort));
+    } else {
+      c_->host(g).call([this, g] { c_->stream(g).callback([this, g] { fn_->unsort(g); }); });
+    }
     if (reduce_) {
       const uint64_t all = static_cast<uint64_t>(l.gather_total) * h, mine = static_cast<uint64_t>(l.recv_total) * h;
       op(g, Activity::DataShuffle, k_->memory(g, "tp_to_fp32", all * (dtype + mp::kProbBytes)));
