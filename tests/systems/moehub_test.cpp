@@ -271,6 +271,29 @@ TEST(SoftwareSignal, CountsAfterAFenceHoldGemm1UntilEveryRowLanded) {
   }
 }
 
+// The combine side of the same protocol (DeepEP's low-latency combine): an expert GPU stores its
+// combine-done flag only after every result row it stored has landed, and a scaling block polls
+// every expert GPU's flag before it reduces, so no GPU reduces before the last result row into
+// any GPU has landed; the hub's per-block flags (hub-tile-flags) make the layer shorter.
+// Polls by hand, on top of GEMM1's 32768 (above): 256 tokens per GPU and a 512-entry table give
+// one token per scaling block, 256 blocks per GPU, each loading 8 flags at least once: 16384.
+TEST(SoftwareSignal, CombineFlagsAfterAFenceHoldScalingUntilEveryResultLanded) {
+  MOEHUB_SKIP_UNDER_SANITIZERS();  // a timing check; VerifyPassesForEveryVariant runs the path under ASan
+  const std::vector<std::string> layer = {"run.tokens=2048", "model.hidden=1024", "model.ffn_hidden=2048"};
+  const LayerSetup counts(layer, false);
+  std::vector<std::string> sets = layer;
+  sets.push_back("systems.moehub.software_signal=hub-tile-flags");
+  const LayerSetup flags(sets, false);
+  const auto out_c = counts.run("mh-base"), out_f = flags.run("mh-base");
+  const nlohmann::json& c = hub(out_c.at(0));
+  double last_result = 0;
+  for (const auto& d : c["combine_end_us"]) last_result = std::max(last_result, d.get<double>());
+  for (const auto& t : c["scaling_first_block_us"]) EXPECT_GT(t.get<double>(), last_result);
+  EXPECT_GE(c["polls"].get<uint64_t>(), 32768u + 16384u);
+  EXPECT_FALSE(hub(out_f.at(0)).contains("scaling_first_block_us"));
+  EXPECT_GT(out_c.at(0).result.layer, out_f.at(0).result.layer);
+}
+
 TEST(MoeHubSystems, DamVariantsNeverPollWhilePollingVariantsDo) {
   MOEHUB_SKIP_UNDER_SANITIZERS();  // counters only; VerifyPassesForEveryVariant runs the four variants under ASan
   const LayerSetup s(small_layer(), false);

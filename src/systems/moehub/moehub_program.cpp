@@ -106,6 +106,7 @@ void MoeHubSystemImpl::launch_layer(int g) {
     gpu::KernelSpec gemm2 = kernels_->gemm2_model(rows).kernel("gemm2", gemm2_hooks(g));
     gemm2.on_done = [this, g] { fabric_->flush(g); };
     c.launch(g, experts, Activity::ExpertCompute, std::move(gemm2));
+    if (source_counts()) c.launch(g, experts, Activity::Polling, combine_signal_kernel(g));
   }
   gpu::KernelSpec scaling;
   scaling.name = "scaling";
@@ -215,26 +216,59 @@ gpu::GemmHooks MoeHubSystemImpl::gemm2_hooks(int g) {
     const auto src = static_cast<int>(c.workload().tokens().gpu_of_token(token));
     const auto slot = static_cast<uint64_t>((token - c.workload().tokens().begin(src)) * k + source % k);
     const uint64_t eb = static_cast<uint64_t>(c.model().dtype_bytes);
+    gpus_[g].combine_issued += t.cols * eb;
     return gpu::Step::store(static_cast<uint32_t>(src), t.cols * eb,
                             HubTag::st(HubAddressMap::kCombineBase + slot * row_bytes_ + t.tile_col * bn_ * eb));
   };
   return hooks;
 }
 
-// Scaling block b sums the k returned rows of its tokens once they are all in memory.
+// Source counts' combine (DeepEP dd758caf csrc/kernels/legacy/internode_ll.cu:915-930): once
+// GEMM2 has stored every result row, one block waits until they have all landed (the release
+// of st_release_sys_global, as the dispatch's count_fence), then stores its combine-done flag,
+// one 4 B word per local expert, to every GPU.
+gpu::KernelSpec MoeHubSystemImpl::combine_signal_kernel(int g) {
+  gpu::KernelSpec k;
+  k.name = "combine_signal";
+  k.shape = kernels_->memory_shape();
+  k.blocks = 1;
+  k.program = std::make_shared<gpu::FunctionProgram>([this, g](gpu::BlockState& b) {
+    Cluster& c = *cluster_;
+    HubGpu& h = gpus_[g];
+    if (b.step == 0) {
+      fabric_->flush(g);
+      return gpu::Step::wait(h.combine_fence, static_cast<int64_t>(h.combine_issued), gpu::WaitMode::Poll);
+    }
+    const auto dst = static_cast<int>(b.step - 1);
+    if (dst >= c.gpus()) return gpu::Step::done();
+    return gpu::Step::store(static_cast<uint32_t>(dst), kRowCountBytes * h.regions.size(),
+                            HubTag::st(HubAddressMap::kCombineFlagAddress));
+  });
+  return k;
+}
+
+// Scaling block b sums the k returned rows of its tokens once they are all in memory. With
+// source counts it first polls every expert GPU's combine-done flag in turn (internode_ll.cu:
+// 955, then the grid sync at 976: no token is reduced before every flag is in).
 std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::scaling_program(int g, uint32_t groups) {
   (void)groups;
-  return std::make_shared<gpu::FunctionProgram>([this, g](gpu::BlockState& b) {
+  std::vector<int> experts;  // GPUs with experts: each stores a combine-done flag
+  for (int e = 0; e < cluster_->gpus(); ++e) {
+    if (!cluster_->workload().placement().local_experts(e).empty()) experts.push_back(e);
+  }
+  const uint32_t waits = source_counts() ? static_cast<uint32_t>(experts.size()) : 1;
+  return std::make_shared<gpu::FunctionProgram>([this, g, experts, waits](gpu::BlockState& b) {
     Cluster& c = *cluster_;
     const HubGpu& h = gpus_[g];
     const int64_t k = c.model().top_k(), tokens = c.workload().tokens().count(g);
     const int64_t lo = static_cast<int64_t>(b.block) * h.tokens_per_group;
     const int64_t hi = std::min<int64_t>(tokens, lo + h.tokens_per_group);
-    if (b.step == 0) {
-      if (v_.dam) return gpu::Step::gate();
+    if (b.step == 0 && v_.dam) return gpu::Step::gate();
+    if (b.step < waits) {
+      if (source_counts()) return wait_combine_flag(g, experts[b.step]);
       return gpu::Step::wait(h.combine_flag[b.block], (hi - lo) * k * static_cast<int64_t>(row_bytes_), gpu::WaitMode::Poll);
     }
-    if (b.step == 1) {
+    if (b.step == waits) {
       fn_->scaling(g, lo, hi);
       begin_work(g, true);
       return gpu::Step::memory(gpu::memory_bytes::scaling(static_cast<uint64_t>(hi - lo), static_cast<uint64_t>(k),

@@ -31,6 +31,9 @@ enum class SoftwareSignal : uint8_t {
   // The producer's last routing block waits until every row it stored has landed (a release
   // fence), then stores its per-expert row counts to each consumer; a GEMM1 block polls one
   // count flag per source and sums them (DeepEP's low-latency dispatch, docs/hub/ablation.md 12).
+  // Combine: after GEMM2 one block waits until every result row it stored has landed, then
+  // stores a flag to every GPU; a scaling block polls every expert GPU's flag (DeepEP's
+  // low-latency combine).
   SourceCounts,
   // The hub bumps a per-M-tile flag as each row lands: the DAM's counting, not a software protocol.
   HubTileFlags,
@@ -71,6 +74,8 @@ struct HubAddressMap {
   static constexpr uint64_t kRegionBase = 1ULL << 32;   // expert-input regions (rowspMalloc)
   static constexpr uint64_t kCombineBase = 1ULL << 38;  // combine slots: (local token x k + slot) rows
   static constexpr uint64_t kCountAddress = 1ULL << 39; // where producers store their row counts
+  // SoftwareSignal::SourceCounts: where an expert GPU stores its combine-done flag.
+  static constexpr uint64_t kCombineFlagAddress = kCountAddress + (1ULL << 36);
 };
 
 // One local expert's rowspMalloc region at its GPU.
@@ -101,11 +106,17 @@ struct HubGpu {
   uint32_t computing = 0, scaling_blocks = 0;
   Time computing_since, scaling_since;
   std::optional<Time> first_tile;  // first GEMM1 tile began its math
+  std::optional<Time> first_scaling;  // first scaling block began its reduction
   uint32_t routing_finished = 0;  // routing blocks done (the last one stores the row counts)
   // SoftwareSignal::SourceCounts: as producer, bytes of its st.rowsp stores landed anywhere
   // (its release fence); as consumer, per source GPU the bytes of that source's count store.
   gpu::SignalId fence = 0;
   std::vector<gpu::SignalId> source_flag;
+  // The same for the combine: as expert GPU, bytes of its GEMM2 result stores issued and landed
+  // anywhere; as source, per expert GPU the bytes of its combine-done flag.
+  uint64_t combine_issued = 0;
+  gpu::SignalId combine_fence = 0;
+  std::vector<gpu::SignalId> combine_source_flag;
 };
 
 class MoeHubSystemImpl final : public MoeSystem, public HubListener {
@@ -130,6 +141,10 @@ class MoeHubSystemImpl final : public MoeSystem, public HubListener {
   bool source_counts() const { return !v_.dam && p_.software_signal == SoftwareSignal::SourceCounts; }
   gpu::Step count_fence(int g);
   gpu::Step wait_source_count(int g, int src);
+  // The combine's: the kernel after GEMM2 that fences its result stores and stores the
+  // combine-done flags (moehub_program.cpp), and a scaling block's wait for one expert GPU's flag.
+  gpu::KernelSpec combine_signal_kernel(int g);
+  gpu::Step wait_combine_flag(int g, int src);
   void check_all_arrived(int g);
   uint64_t tile_rows(int g, size_t li, uint64_t m) const;
   void begin_work(int g, bool scaling);

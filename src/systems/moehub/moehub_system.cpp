@@ -43,7 +43,7 @@ ParamTable<MoeHubParams> moehub_table() {
   t.choice("systems.moehub.software_signal", &P::software_signal,
            std::vector<std::pair<std::string, SoftwareSignal>>{{"source-counts", SoftwareSignal::SourceCounts},
                                                                {"hub-tile-flags", SoftwareSignal::HubTileFlags}},
-           "How mh-base and mh-pkt learn that rows landed: per-source row counts stored after a release fence, "
+           "How mh-base and mh-pkt learn that rows landed: per-source row counts (and combine-done flags) stored after a release fence, "
            "polled by GEMM1 (software), or per-M-tile flags the hub bumps as rows land");
   return t;
 }
@@ -184,6 +184,10 @@ void MoeHubSystemImpl::prepare_gpu(int g) {
     if (!h.regions.empty()) {
       for (int src = 0; src < c.gpus(); ++src) h.source_flag.push_back(c.gpu(g).create_signal(fmt::format("count from {}", src)));
     }
+    h.combine_fence = c.gpu(g).create_signal("result rows landed (release fence)");
+    for (int src = 0; src < c.gpus(); ++src) {
+      h.combine_source_flag.push_back(c.gpu(g).create_signal(fmt::format("combine done at {}", src)));
+    }
   }
   for (size_t li = 0; li < h.regions.size(); ++li) {
     HubRegion& r = h.regions[li];
@@ -261,6 +265,10 @@ void MoeHubSystemImpl::on_landed(int g, const LandedWrite& w) {
     check_all_arrived(g);
     return;
   }
+  if (w.address >= HubAddressMap::kCombineFlagAddress) {  // an expert GPU's combine-done flag
+    c.gpu(g).signal_add(h.combine_source_flag[static_cast<size_t>(w.src)], w.bytes);
+    return;
+  }
   if (w.address >= HubAddressMap::kCountAddress) {  // a producer's row counts for this GPU's experts
     h.report_bytes += w.bytes;
     if (source_counts()) c.gpu(g).signal_add(h.source_flag[static_cast<size_t>(w.src)], w.bytes);
@@ -279,6 +287,7 @@ void MoeHubSystemImpl::on_landed(int g, const LandedWrite& w) {
   // GEMM2's result for one of this GPU's combine slots.
   const uint64_t slot = (w.address - HubAddressMap::kCombineBase) / row_bytes_;
   h.combine_landed += w.bytes;
+  if (source_counts()) c.gpu(w.src).signal_add(gpus_[w.src].combine_fence, w.bytes);
   if (v_.dam) h.dam_scaling->on_write_ack(w.address, w.bytes);
   else c.gpu(g).signal_add(h.combine_flag[slot / static_cast<uint64_t>(k) / h.tokens_per_group], w.bytes);
   fn_->combine_slice(g, slot, w);
@@ -324,6 +333,14 @@ gpu::Step MoeHubSystemImpl::wait_source_count(int g, int src) {
                          gpu::WaitMode::Poll);
 }
 
+// A scaling block's wait for expert GPU `src`'s combine-done flag (internode_ll.cu:955: one
+// ld_acquire_sys_global loop per expert; here the flags of one GPU's experts share a store).
+gpu::Step MoeHubSystemImpl::wait_combine_flag(int g, int src) {
+  const auto experts = static_cast<int64_t>(cluster_->workload().placement().local_experts(src).size());
+  return gpu::Step::wait(gpus_[g].combine_source_flag[static_cast<size_t>(src)], kRowCountBytes * experts,
+                         gpu::WaitMode::Poll);
+}
+
 // Valid rows of M-tile m: a full tile until the count is known (all arrived / AllReady).
 uint64_t MoeHubSystemImpl::tile_rows(int g, size_t li, uint64_t m) const {
   const HubGpu& h = gpus_[g];
@@ -338,6 +355,7 @@ void MoeHubSystemImpl::begin_work(int g, bool scaling) {
   uint32_t& n = scaling ? h.scaling_blocks : h.computing;
   if (n++ == 0) (scaling ? h.scaling_since : h.computing_since) = cluster_->sim().now();
   if (!scaling && !h.first_tile) h.first_tile = cluster_->sim().now();
+  if (scaling && !h.first_scaling) h.first_scaling = cluster_->sim().now();
 }
 
 void MoeHubSystemImpl::end_work(int g, bool scaling) {
@@ -418,6 +436,17 @@ nlohmann::json MoeHubSystemImpl::stats(Cluster& cluster) {
   }
   hub["gemm1_first_tile_us"] = first;
   hub["dispatch_end_us"] = last;
+  if (source_counts()) {  // the combine's software signal: when results landed, when reducing began
+    nlohmann::json landed = nlohmann::json::array(), reduced = nlohmann::json::array();
+    for (int g = 0; g < cluster.gpus(); ++g) {
+      const auto& e = cluster.phases(g).combine_end;
+      const auto& s = gpus_[static_cast<size_t>(g)].first_scaling;
+      landed.push_back(e ? nlohmann::json(e->us()) : nlohmann::json(nullptr));
+      reduced.push_back(s ? nlohmann::json(s->us()) : nlohmann::json(nullptr));
+    }
+    hub["combine_end_us"] = landed;
+    hub["scaling_first_block_us"] = reduced;
+  }
   hub["dispatch_latency"] = trace_.to_json();
   return {{"hub", hub}};
 }
