@@ -294,6 +294,32 @@ TEST(SoftwareSignal, CombineFlagsAfterAFenceHoldScalingUntilEveryResultLanded) {
   EXPECT_GT(out_c.at(0).result.layer, out_f.at(0).result.layer);
 }
 
+// The finer protocol (source-chunks, DeepEP's intranode channel tails): a routing block releases
+// its rows to a GPU with a tail store after a fence, so tiles start while other rows still land,
+// and the layer is shorter than with one count per source. By hand: 256 tokens per GPU over
+// 132 SMs x 8 routing blocks leave at most one token per block; its two experts (one per GPU)
+// are on two GPUs, so each of the 2048 tokens' blocks fences once at its end and stores one tail
+// to each of two GPUs (2 rows < signal_chunk_rows = 6: no release before the end): 2048 fences,
+// 4096 tails.
+TEST(SoftwareSignal, ChunkTailsReleaseRowsBeforeTheLastOneLands) {
+  MOEHUB_SKIP_UNDER_SANITIZERS();  // a timing check; VerifyPassesForEveryVariant runs the path under ASan
+  const std::vector<std::string> layer = {"run.tokens=2048", "model.hidden=1024", "model.ffn_hidden=2048"};
+  const LayerSetup counts(layer, false);
+  std::vector<std::string> sets = layer;
+  sets.push_back("systems.moehub.software_signal=source-chunks");
+  const LayerSetup chunks(sets, false);
+  const auto out_c = counts.run("mh-base"), out_k = chunks.run("mh-base");
+  const nlohmann::json& k = hub(out_k.at(0));
+  EXPECT_EQ(k["chunk_fences"].get<uint64_t>(), 2048u);
+  EXPECT_EQ(k["chunk_tail_stores"].get<uint64_t>(), 4096u);
+  double last_row = 0, earliest = 1e9;
+  for (const auto& d : k["dispatch_end_us"]) last_row = std::max(last_row, d.get<double>());
+  for (const auto& t : k["gemm1_first_tile_us"]) earliest = std::min(earliest, t.get<double>());
+  EXPECT_LT(earliest, last_row);
+  EXPECT_LT(out_k.at(0).result.layer, out_c.at(0).result.layer);
+  EXPECT_FALSE(hub(out_c.at(0)).contains("chunk_fences"));
+}
+
 TEST(MoeHubSystems, DamVariantsNeverPollWhilePollingVariantsDo) {
   MOEHUB_SKIP_UNDER_SANITIZERS();  // counters only; VerifyPassesForEveryVariant runs the four variants under ASan
   const LayerSetup s(small_layer(), false);

@@ -106,7 +106,7 @@ void MoeHubSystemImpl::launch_layer(int g) {
     gpu::KernelSpec gemm2 = kernels_->gemm2_model(rows).kernel("gemm2", gemm2_hooks(g));
     gemm2.on_done = [this, g] { fabric_->flush(g); };
     c.launch(g, experts, Activity::ExpertCompute, std::move(gemm2));
-    if (source_counts()) c.launch(g, experts, Activity::Polling, combine_signal_kernel(g));
+    if (software_counts()) c.launch(g, experts, Activity::Polling, combine_signal_kernel(g));
   }
   gpu::KernelSpec scaling;
   scaling.name = "scaling";
@@ -132,6 +132,7 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::routing_program(int g, uint
   for (int dst = 0; dst < c.gpus(); ++dst) {
     if (!c.workload().placement().local_experts(dst).empty()) consumers.push_back(dst);
   }
+  if (source_chunks()) prepare_chunks(g, grid);
   return std::make_shared<gpu::FunctionProgram>([this, g, grid, k, first, tokens, topk_bytes, per_token, tp, rank,
                                                  consumers](gpu::BlockState& b) {
     Cluster& c = *cluster_;
@@ -139,8 +140,11 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::routing_program(int g, uint
       if (!c.phases(g).dispatch_start) c.phases(g).dispatch_start = c.sim().now();
       return gpu::Step::memory(topk_bytes / grid + (b.block < topk_bytes % grid ? 1 : 0));
     }
+    if (source_chunks()) {  // a release due (source chunks) comes before the next store
+      if (auto release = chunk_step(g, b.block)) return *release;
+    }
     const int64_t lo = tokens * b.block / grid, hi = tokens * (b.block + 1) / grid;
-    const int64_t s = static_cast<int64_t>(b.step) - 1;
+    const int64_t s = static_cast<int64_t>(b.step) - 1 - (source_chunks() ? gpus_[g].chunks[b.block].extra : 0);
     if (s < (hi - lo) * per_token) {
       const int64_t t = first + lo + s / per_token, sub = s % per_token;
       if (sub == 0) return gpu::Step::memory(row_bytes_);  // read the token's row once
@@ -149,11 +153,14 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::routing_program(int g, uint
       const int64_t j = (sub - 1) / 2 / tp * tp + ((sub - 1) / 2 % tp + rank) % tp;
       const MallocId id = region_of_expert_[static_cast<size_t>(c.workload().routing().expert(t, j))];
       const auto row = static_cast<uint64_t>(t * k + j);
-      if ((sub - 1) % 2 == 0) return issue_row(RowspStore{id, row, 0, static_cast<uint32_t>(row_bytes_), false});
+      const bool meta = (sub - 1) % 2 == 1;
+      if (source_chunks()) note_chunk_row(g, b.block, id, row, meta);
+      if (!meta) return issue_row(RowspStore{id, row, 0, static_cast<uint32_t>(row_bytes_), false});
       return st_rowsp(fabric_->registry(), RowspStore{id, row, row_bytes_, p_.metadata_bytes, true});
     }
+    if (source_chunks() && drain_chunks(g, b.block)) return *chunk_step(g, b.block);
     // The row-count stores, by the last block only (without the DAM behind a release fence).
-    const int64_t fence = source_counts() ? 1 : 0, r = s - (hi - lo) * per_token - fence;
+    const int64_t fence = software_counts() ? 1 : 0, r = s - (hi - lo) * per_token - fence;
     if (r == -fence && ++gpus_[g].routing_finished < grid) return gpu::Step::done();
     if (r < 0) return count_fence(g);
     if (r >= static_cast<int64_t>(consumers.size())) return gpu::Step::done();
@@ -223,30 +230,6 @@ gpu::GemmHooks MoeHubSystemImpl::gemm2_hooks(int g) {
   return hooks;
 }
 
-// Source counts' combine (DeepEP dd758caf csrc/kernels/legacy/internode_ll.cu:915-930): once
-// GEMM2 has stored every result row, one block waits until they have all landed (the release
-// of st_release_sys_global, as the dispatch's count_fence), then stores its combine-done flag,
-// one 4 B word per local expert, to every GPU.
-gpu::KernelSpec MoeHubSystemImpl::combine_signal_kernel(int g) {
-  gpu::KernelSpec k;
-  k.name = "combine_signal";
-  k.shape = kernels_->memory_shape();
-  k.blocks = 1;
-  k.program = std::make_shared<gpu::FunctionProgram>([this, g](gpu::BlockState& b) {
-    Cluster& c = *cluster_;
-    HubGpu& h = gpus_[g];
-    if (b.step == 0) {
-      fabric_->flush(g);
-      return gpu::Step::wait(h.combine_fence, static_cast<int64_t>(h.combine_issued), gpu::WaitMode::Poll);
-    }
-    const auto dst = static_cast<int>(b.step - 1);
-    if (dst >= c.gpus()) return gpu::Step::done();
-    return gpu::Step::store(static_cast<uint32_t>(dst), kRowCountBytes * h.regions.size(),
-                            HubTag::st(HubAddressMap::kCombineFlagAddress));
-  });
-  return k;
-}
-
 // Scaling block b sums the k returned rows of its tokens once they are all in memory. With
 // source counts it first polls every expert GPU's combine-done flag in turn (internode_ll.cu:
 // 955, then the grid sync at 976: no token is reduced before every flag is in).
@@ -256,7 +239,7 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::scaling_program(int g, uint
   for (int e = 0; e < cluster_->gpus(); ++e) {
     if (!cluster_->workload().placement().local_experts(e).empty()) experts.push_back(e);
   }
-  const uint32_t waits = source_counts() ? static_cast<uint32_t>(experts.size()) : 1;
+  const uint32_t waits = software_counts() ? static_cast<uint32_t>(experts.size()) : 1;
   return std::make_shared<gpu::FunctionProgram>([this, g, experts, waits](gpu::BlockState& b) {
     Cluster& c = *cluster_;
     const HubGpu& h = gpus_[g];
@@ -265,7 +248,7 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::scaling_program(int g, uint
     const int64_t hi = std::min<int64_t>(tokens, lo + h.tokens_per_group);
     if (b.step == 0 && v_.dam) return gpu::Step::gate();
     if (b.step < waits) {
-      if (source_counts()) return wait_combine_flag(g, experts[b.step]);
+      if (software_counts()) return wait_combine_flag(g, experts[b.step]);
       return gpu::Step::wait(h.combine_flag[b.block], (hi - lo) * k * static_cast<int64_t>(row_bytes_), gpu::WaitMode::Poll);
     }
     if (b.step == waits) {
