@@ -271,6 +271,55 @@ TEST(SoftwareSignal, CountsAfterAFenceHoldGemm1UntilEveryRowLanded) {
   }
 }
 
+// The combine side of the same protocol (DeepEP's low-latency combine): an expert GPU stores its
+// combine-done flag only after every result row it stored has landed, and a scaling block polls
+// every expert GPU's flag before it reduces, so no GPU reduces before the last result row into
+// any GPU has landed; the hub's per-block flags (hub-tile-flags) make the layer shorter.
+// Polls by hand, on top of GEMM1's 32768 (above): 256 tokens per GPU and a 512-entry table give
+// one token per scaling block, 256 blocks per GPU, each loading 8 flags at least once: 16384.
+TEST(SoftwareSignal, CombineFlagsAfterAFenceHoldScalingUntilEveryResultLanded) {
+  MOEHUB_SKIP_UNDER_SANITIZERS();  // a timing check; VerifyPassesForEveryVariant runs the path under ASan
+  const std::vector<std::string> layer = {"run.tokens=2048", "model.hidden=1024", "model.ffn_hidden=2048"};
+  const LayerSetup counts(layer, false);
+  std::vector<std::string> sets = layer;
+  sets.push_back("systems.moehub.software_signal=hub-tile-flags");
+  const LayerSetup flags(sets, false);
+  const auto out_c = counts.run("mh-base"), out_f = flags.run("mh-base");
+  const nlohmann::json& c = hub(out_c.at(0));
+  double last_result = 0;
+  for (const auto& d : c["combine_end_us"]) last_result = std::max(last_result, d.get<double>());
+  for (const auto& t : c["scaling_first_block_us"]) EXPECT_GT(t.get<double>(), last_result);
+  EXPECT_GE(c["polls"].get<uint64_t>(), 32768u + 16384u);
+  EXPECT_FALSE(hub(out_f.at(0)).contains("scaling_first_block_us"));
+  EXPECT_GT(out_c.at(0).result.layer, out_f.at(0).result.layer);
+}
+
+// The finer protocol (source-chunks, DeepEP's intranode channel tails): a routing block releases
+// its rows to a GPU with a tail store after a fence, so tiles start while other rows still land,
+// and the layer is shorter than with one count per source. By hand: 256 tokens per GPU over
+// 132 SMs x 8 routing blocks leave at most one token per block; its two experts (one per GPU)
+// are on two GPUs, so each of the 2048 tokens' blocks fences once at its end and stores one tail
+// to each of two GPUs (2 rows < signal_chunk_rows = 6: no release before the end): 2048 fences,
+// 4096 tails.
+TEST(SoftwareSignal, ChunkTailsReleaseRowsBeforeTheLastOneLands) {
+  MOEHUB_SKIP_UNDER_SANITIZERS();  // a timing check; VerifyPassesForEveryVariant runs the path under ASan
+  const std::vector<std::string> layer = {"run.tokens=2048", "model.hidden=1024", "model.ffn_hidden=2048"};
+  const LayerSetup counts(layer, false);
+  std::vector<std::string> sets = layer;
+  sets.push_back("systems.moehub.software_signal=source-chunks");
+  const LayerSetup chunks(sets, false);
+  const auto out_c = counts.run("mh-base"), out_k = chunks.run("mh-base");
+  const nlohmann::json& k = hub(out_k.at(0));
+  EXPECT_EQ(k["chunk_fences"].get<uint64_t>(), 2048u);
+  EXPECT_EQ(k["chunk_tail_stores"].get<uint64_t>(), 4096u);
+  double last_row = 0, earliest = 1e9;
+  for (const auto& d : k["dispatch_end_us"]) last_row = std::max(last_row, d.get<double>());
+  for (const auto& t : k["gemm1_first_tile_us"]) earliest = std::min(earliest, t.get<double>());
+  EXPECT_LT(earliest, last_row);
+  EXPECT_LT(out_k.at(0).result.layer, out_c.at(0).result.layer);
+  EXPECT_FALSE(hub(out_c.at(0)).contains("chunk_fences"));
+}
+
 TEST(MoeHubSystems, DamVariantsNeverPollWhilePollingVariantsDo) {
   MOEHUB_SKIP_UNDER_SANITIZERS();  // counters only; VerifyPassesForEveryVariant runs the four variants under ASan
   const LayerSetup s(small_layer(), false);

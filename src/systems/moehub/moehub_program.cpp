@@ -106,6 +106,7 @@ void MoeHubSystemImpl::launch_layer(int g) {
     gpu::KernelSpec gemm2 = kernels_->gemm2_model(rows).kernel("gemm2", gemm2_hooks(g));
     gemm2.on_done = [this, g] { fabric_->flush(g); };
     c.launch(g, experts, Activity::ExpertCompute, std::move(gemm2));
+    if (software_counts()) c.launch(g, experts, Activity::Polling, combine_signal_kernel(g));
   }
   gpu::KernelSpec scaling;
   scaling.name = "scaling";
@@ -131,6 +132,7 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::routing_program(int g, uint
   for (int dst = 0; dst < c.gpus(); ++dst) {
     if (!c.workload().placement().local_experts(dst).empty()) consumers.push_back(dst);
   }
+  if (source_chunks()) prepare_chunks(g, grid);
   return std::make_shared<gpu::FunctionProgram>([this, g, grid, k, first, tokens, topk_bytes, per_token, tp, rank,
                                                  consumers](gpu::BlockState& b) {
     Cluster& c = *cluster_;
@@ -138,8 +140,11 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::routing_program(int g, uint
       if (!c.phases(g).dispatch_start) c.phases(g).dispatch_start = c.sim().now();
       return gpu::Step::memory(topk_bytes / grid + (b.block < topk_bytes % grid ? 1 : 0));
     }
+    if (source_chunks()) {  // a release due (source chunks) comes before the next store
+      if (auto release = chunk_step(g, b.block)) return *release;
+    }
     const int64_t lo = tokens * b.block / grid, hi = tokens * (b.block + 1) / grid;
-    const int64_t s = static_cast<int64_t>(b.step) - 1;
+    const int64_t s = static_cast<int64_t>(b.step) - 1 - (source_chunks() ? gpus_[g].chunks[b.block].extra : 0);
     if (s < (hi - lo) * per_token) {
       const int64_t t = first + lo + s / per_token, sub = s % per_token;
       if (sub == 0) return gpu::Step::memory(row_bytes_);  // read the token's row once
@@ -148,11 +153,14 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::routing_program(int g, uint
       const int64_t j = (sub - 1) / 2 / tp * tp + ((sub - 1) / 2 % tp + rank) % tp;
       const MallocId id = region_of_expert_[static_cast<size_t>(c.workload().routing().expert(t, j))];
       const auto row = static_cast<uint64_t>(t * k + j);
-      if ((sub - 1) % 2 == 0) return issue_row(RowspStore{id, row, 0, static_cast<uint32_t>(row_bytes_), false});
+      const bool meta = (sub - 1) % 2 == 1;
+      if (source_chunks()) note_chunk_row(g, b.block, id, row, meta);
+      if (!meta) return issue_row(RowspStore{id, row, 0, static_cast<uint32_t>(row_bytes_), false});
       return st_rowsp(fabric_->registry(), RowspStore{id, row, row_bytes_, p_.metadata_bytes, true});
     }
+    if (source_chunks() && drain_chunks(g, b.block)) return *chunk_step(g, b.block);
     // The row-count stores, by the last block only (without the DAM behind a release fence).
-    const int64_t fence = source_counts() ? 1 : 0, r = s - (hi - lo) * per_token - fence;
+    const int64_t fence = software_counts() ? 1 : 0, r = s - (hi - lo) * per_token - fence;
     if (r == -fence && ++gpus_[g].routing_finished < grid) return gpu::Step::done();
     if (r < 0) return count_fence(g);
     if (r >= static_cast<int64_t>(consumers.size())) return gpu::Step::done();
@@ -215,26 +223,35 @@ gpu::GemmHooks MoeHubSystemImpl::gemm2_hooks(int g) {
     const auto src = static_cast<int>(c.workload().tokens().gpu_of_token(token));
     const auto slot = static_cast<uint64_t>((token - c.workload().tokens().begin(src)) * k + source % k);
     const uint64_t eb = static_cast<uint64_t>(c.model().dtype_bytes);
+    gpus_[g].combine_issued += t.cols * eb;
     return gpu::Step::store(static_cast<uint32_t>(src), t.cols * eb,
                             HubTag::st(HubAddressMap::kCombineBase + slot * row_bytes_ + t.tile_col * bn_ * eb));
   };
   return hooks;
 }
 
-// Scaling block b sums the k returned rows of its tokens once they are all in memory.
+// Scaling block b sums the k returned rows of its tokens once they are all in memory. With
+// source counts it first polls every expert GPU's combine-done flag in turn (internode_ll.cu:
+// 955, then the grid sync at 976: no token is reduced before every flag is in).
 std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::scaling_program(int g, uint32_t groups) {
   (void)groups;
-  return std::make_shared<gpu::FunctionProgram>([this, g](gpu::BlockState& b) {
+  std::vector<int> experts;  // GPUs with experts: each stores a combine-done flag
+  for (int e = 0; e < cluster_->gpus(); ++e) {
+    if (!cluster_->workload().placement().local_experts(e).empty()) experts.push_back(e);
+  }
+  const uint32_t waits = software_counts() ? static_cast<uint32_t>(experts.size()) : 1;
+  return std::make_shared<gpu::FunctionProgram>([this, g, experts, waits](gpu::BlockState& b) {
     Cluster& c = *cluster_;
     const HubGpu& h = gpus_[g];
     const int64_t k = c.model().top_k(), tokens = c.workload().tokens().count(g);
     const int64_t lo = static_cast<int64_t>(b.block) * h.tokens_per_group;
     const int64_t hi = std::min<int64_t>(tokens, lo + h.tokens_per_group);
-    if (b.step == 0) {
-      if (v_.dam) return gpu::Step::gate();
+    if (b.step == 0 && v_.dam) return gpu::Step::gate();
+    if (b.step < waits) {
+      if (software_counts()) return wait_combine_flag(g, experts[b.step]);
       return gpu::Step::wait(h.combine_flag[b.block], (hi - lo) * k * static_cast<int64_t>(row_bytes_), gpu::WaitMode::Poll);
     }
-    if (b.step == 1) {
+    if (b.step == waits) {
       fn_->scaling(g, lo, hi);
       begin_work(g, true);
       return gpu::Step::memory(gpu::memory_bytes::scaling(static_cast<uint64_t>(hi - lo), static_cast<uint64_t>(k),

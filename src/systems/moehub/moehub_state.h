@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "gpu/block_program.h"
@@ -31,9 +32,16 @@ enum class SoftwareSignal : uint8_t {
   // The producer's last routing block waits until every row it stored has landed (a release
   // fence), then stores its per-expert row counts to each consumer; a GEMM1 block polls one
   // count flag per source and sums them (DeepEP's low-latency dispatch, docs/hub/ablation.md 12).
+  // Combine: after GEMM2 one block waits until every result row it stored has landed, then
+  // stores a flag to every GPU; a scaling block polls every expert GPU's flag (DeepEP's
+  // low-latency combine).
   SourceCounts,
   // The hub bumps a per-M-tile flag as each row lands: the DAM's counting, not a software protocol.
   HubTileFlags,
+  // As SourceCounts, and besides a routing block (a channel) releases its rows to a GPU every
+  // `signal_chunk_rows` rows with a tail store after a fence; a GEMM1 block polls its tile until
+  // every row in it is behind a landed tail (DeepEP's intranode dispatch, docs/hub/ablation.md 13).
+  SourceChunks,
 };
 
 // Values come only from configs/defaults.toml (systems.moehub.*), through from().
@@ -44,6 +52,7 @@ struct MoeHubParams {
   uint32_t epilogue_transaction_bytes = 0;
   uint32_t routing_blocks_per_sm = 0;  // routing (st.rowsp) kernel blocks per SM; 0: as many as fit
   SoftwareSignal software_signal = SoftwareSignal::SourceCounts;  // without the DAM
+  uint32_t signal_chunk_rows = 0;  // SourceChunks: rows per (routing block, GPU) between releases
   static MoeHubParams from(const Config& c);
 };
 
@@ -71,6 +80,28 @@ struct HubAddressMap {
   static constexpr uint64_t kRegionBase = 1ULL << 32;   // expert-input regions (rowspMalloc)
   static constexpr uint64_t kCombineBase = 1ULL << 38;  // combine slots: (local token x k + slot) rows
   static constexpr uint64_t kCountAddress = 1ULL << 39; // where producers store their row counts
+  // SoftwareSignal::SourceCounts: where an expert GPU stores its combine-done flag.
+  static constexpr uint64_t kCombineFlagAddress = kCountAddress + (1ULL << 36);
+  // SoftwareSignal::SourceChunks: tail stores at (routing block << 22) + 4 x rows released.
+  static constexpr uint64_t kTailAddress = kCountAddress + (1ULL << 37);
+};
+
+// SoftwareSignal::SourceChunks at a producer: one routing block's releases.
+struct ChunkCursor {
+  uint32_t extra = 0;          // steps inserted into the block's program (fences, tail stores)
+  uint64_t issued = 0;         // bytes of st.rowsp stores issued
+  bool fenced = false, drained = false;
+  std::vector<uint32_t> sent;  // per GPU: rows since its last release
+  std::vector<uint32_t> rows;  // per GPU: rows issued so far (a tail's value)
+  std::vector<int> due;        // GPUs whose release is due
+  gpu::SignalId landed = 0;    // bytes of its stores landed anywhere
+  uint64_t fences = 0, tails = 0;  // statistics
+};
+
+// At a consumer, per (source GPU, routing block): rows whose metadata landed, not yet released.
+struct ChunkInbox {
+  uint64_t released = 0;
+  std::vector<std::pair<uint32_t, uint64_t>> pending;  // (row's place in the block's rows to this GPU, li x tiles + m)
 };
 
 // One local expert's rowspMalloc region at its GPU.
@@ -101,11 +132,22 @@ struct HubGpu {
   uint32_t computing = 0, scaling_blocks = 0;
   Time computing_since, scaling_since;
   std::optional<Time> first_tile;  // first GEMM1 tile began its math
+  std::optional<Time> first_scaling;  // first scaling block began its reduction
   uint32_t routing_finished = 0;  // routing blocks done (the last one stores the row counts)
   // SoftwareSignal::SourceCounts: as producer, bytes of its st.rowsp stores landed anywhere
   // (its release fence); as consumer, per source GPU the bytes of that source's count store.
   gpu::SignalId fence = 0;
   std::vector<gpu::SignalId> source_flag;
+  // The same for the combine: as expert GPU, bytes of its GEMM2 result stores issued and landed
+  // anywhere; as source, per expert GPU the bytes of its combine-done flag.
+  uint64_t combine_issued = 0;
+  gpu::SignalId combine_fence = 0;
+  std::vector<gpu::SignalId> combine_source_flag;
+  // SoftwareSignal::SourceChunks: as producer, per routing block its cursor and per row
+  // ((token - first) x k + slot) its (block, place); as consumer, per (source, block) its inbox.
+  std::vector<ChunkCursor> chunks;
+  std::vector<std::pair<uint32_t, uint32_t>> row_chunk;
+  std::vector<ChunkInbox> inbox;
 };
 
 class MoeHubSystemImpl final : public MoeSystem, public HubListener {
@@ -128,8 +170,24 @@ class MoeHubSystemImpl final : public MoeSystem, public HubListener {
   // SoftwareSignal::SourceCounts (moehub_system.cpp): whether it applies, the producer's fence
   // before its count stores, and a GEMM1 block's wait for source `src`'s count.
   bool source_counts() const { return !v_.dam && p_.software_signal == SoftwareSignal::SourceCounts; }
+  // Counts and combine flags after fences (SourceCounts and SourceChunks); the chunks' tails.
+  bool software_counts() const { return !v_.dam && p_.software_signal != SoftwareSignal::HubTileFlags; }
+  bool source_chunks() const { return !v_.dam && p_.software_signal == SoftwareSignal::SourceChunks; }
   gpu::Step count_fence(int g);
   gpu::Step wait_source_count(int g, int src);
+  // The combine's: the kernel after GEMM2 that fences its result stores and stores the
+  // combine-done flags (moehub_program.cpp), and a scaling block's wait for one expert GPU's flag.
+  gpu::KernelSpec combine_signal_kernel(int g);
+  gpu::Step wait_combine_flag(int g, int src);
+  // SourceChunks (software_signal.cpp): a routing block's releases, and their arrival.
+  void prepare_chunks(int g, uint32_t grid);
+  void note_chunk_row(int g, uint32_t block, MallocId id, uint64_t row, bool meta);
+  bool drain_chunks(int g, uint32_t block);
+  std::optional<gpu::Step> chunk_step(int g, uint32_t block);
+  void chunk_row_landed(int g, const LandedWrite& w, size_t li, uint64_t m);
+  void chunk_tail_landed(int g, const LandedWrite& w);
+  void release_chunk_rows(int g, ChunkInbox& in);
+  void software_signal_stats(Cluster& cluster, nlohmann::json& hub) const;
   void check_all_arrived(int g);
   uint64_t tile_rows(int g, size_t li, uint64_t m) const;
   void begin_work(int g, bool scaling);

@@ -42,9 +42,15 @@ ParamTable<MoeHubParams> moehub_table() {
       .in_unit("blocks");
   t.choice("systems.moehub.software_signal", &P::software_signal,
            std::vector<std::pair<std::string, SoftwareSignal>>{{"source-counts", SoftwareSignal::SourceCounts},
-                                                               {"hub-tile-flags", SoftwareSignal::HubTileFlags}},
-           "How mh-base and mh-pkt learn that rows landed: per-source row counts stored after a release fence, "
+                                                               {"hub-tile-flags", SoftwareSignal::HubTileFlags},
+                                                               {"source-chunks", SoftwareSignal::SourceChunks}},
+           "How mh-base and mh-pkt learn that rows landed: per-source row counts (and combine-done flags) stored after a release fence, "
            "polled by GEMM1 (software), or per-M-tile flags the hub bumps as rows land");
+  t.integer("systems.moehub.signal_chunk_rows", &P::signal_chunk_rows,
+            "software_signal = source-chunks: rows a routing block sends to one GPU between two releases (tail stores)")
+      .positive()
+      .at_most(1 << 20)
+      .in_unit("rows");
   return t;
 }
 
@@ -179,10 +185,14 @@ void MoeHubSystemImpl::prepare_gpu(int g) {
   const int64_t tokens = c.workload().tokens().count(g);
   const int64_t k = c.model().top_k();
   trace_.add_regions(g, h.regions.size(), tiles_m_);
-  if (source_counts()) {
+  if (software_counts()) {
     h.fence = c.gpu(g).create_signal("rows landed (release fence)");
     if (!h.regions.empty()) {
       for (int src = 0; src < c.gpus(); ++src) h.source_flag.push_back(c.gpu(g).create_signal(fmt::format("count from {}", src)));
+    }
+    h.combine_fence = c.gpu(g).create_signal("result rows landed (release fence)");
+    for (int src = 0; src < c.gpus(); ++src) {
+      h.combine_source_flag.push_back(c.gpu(g).create_signal(fmt::format("combine done at {}", src)));
     }
   }
   for (size_t li = 0; li < h.regions.size(); ++li) {
@@ -247,7 +257,8 @@ void MoeHubSystemImpl::on_landed(int g, const LandedWrite& w) {
     const uint64_t lr = w.local_row_id;
     const uint64_t m = lr / bm_;
     r->rows_allocated = std::max(r->rows_allocated, lr + 1);
-    if (source_counts()) c.gpu(w.src).signal_add(gpus_[w.src].fence, w.bytes);
+    if (software_counts()) c.gpu(w.src).signal_add(gpus_[w.src].fence, w.bytes);
+    if (source_chunks()) chunk_row_landed(g, w, li, m);
     if (v_.dam) h.dam_gemm1->on_write_ack(w.address, w.bytes);
     if (w.nop) {  // the source-metadata column: which RowID this LocalRowID holds
       r->source[lr] = static_cast<int64_t>(w.row_id);
@@ -255,15 +266,23 @@ void MoeHubSystemImpl::on_landed(int g, const LandedWrite& w) {
       return;
     }
     r->data_landed += w.bytes;
-    if (!v_.dam) c.gpu(g).signal_add(r->data_flag[m], w.bytes);
+    if (!v_.dam && !source_chunks()) c.gpu(g).signal_add(r->data_flag[m], w.bytes);
     fn_->row_slice(g, li, w);
     trace_.landed(g, li, lr, w.row_id, w.bytes, c.sim().now());
     check_all_arrived(g);
     return;
   }
+  if (w.address >= HubAddressMap::kTailAddress) {  // a routing block's release (source chunks)
+    chunk_tail_landed(g, w);
+    return;
+  }
+  if (w.address >= HubAddressMap::kCombineFlagAddress) {  // an expert GPU's combine-done flag
+    c.gpu(g).signal_add(h.combine_source_flag[static_cast<size_t>(w.src)], w.bytes);
+    return;
+  }
   if (w.address >= HubAddressMap::kCountAddress) {  // a producer's row counts for this GPU's experts
     h.report_bytes += w.bytes;
-    if (source_counts()) c.gpu(g).signal_add(h.source_flag[static_cast<size_t>(w.src)], w.bytes);
+    if (software_counts()) c.gpu(g).signal_add(h.source_flag[static_cast<size_t>(w.src)], w.bytes);
     if (h.report_bytes == static_cast<uint64_t>(c.gpus()) * kRowCountBytes * h.regions.size()) {
       h.reports_in = true;
       uint64_t total = 0;
@@ -279,6 +298,7 @@ void MoeHubSystemImpl::on_landed(int g, const LandedWrite& w) {
   // GEMM2's result for one of this GPU's combine slots.
   const uint64_t slot = (w.address - HubAddressMap::kCombineBase) / row_bytes_;
   h.combine_landed += w.bytes;
+  if (software_counts()) c.gpu(w.src).signal_add(gpus_[w.src].combine_fence, w.bytes);
   if (v_.dam) h.dam_scaling->on_write_ack(w.address, w.bytes);
   else c.gpu(g).signal_add(h.combine_flag[slot / static_cast<uint64_t>(k) / h.tokens_per_group], w.bytes);
   fn_->combine_slice(g, slot, w);
@@ -303,27 +323,6 @@ void MoeHubSystemImpl::check_all_arrived(int g) {
   }
 }
 
-// The release fence before a producer's count stores (DeepEP dd758caf
-// csrc/kernels/legacy/internode_ll.cu:330-338: wait until the sends are done, then
-// st_release_sys_global of the count): the last routing block waits, resident, until every byte
-// of every row this GPU stored (data and metadata, local rows too) has landed. Partly merged RPM
-// entries may leave at once, as at any fence.
-gpu::Step MoeHubSystemImpl::count_fence(int g) {
-  const Cluster& c = *cluster_;
-  fabric_->flush(g);
-  const auto rows = static_cast<uint64_t>(c.workload().tokens().count(g) * c.model().top_k());
-  return gpu::Step::wait(gpus_[g].fence, static_cast<int64_t>(rows * row_size_), gpu::WaitMode::Poll);
-}
-
-// A polling GEMM1 block's wait for one source's count store (internode_ll.cu:387: one
-// ld_acquire_sys_global loop per (local expert, source rank)). The counts of all this GPU's
-// experts ride in one store per source.
-gpu::Step MoeHubSystemImpl::wait_source_count(int g, int src) {
-  const HubGpu& h = gpus_[g];
-  return gpu::Step::wait(h.source_flag[static_cast<size_t>(src)], static_cast<int64_t>(kRowCountBytes * h.regions.size()),
-                         gpu::WaitMode::Poll);
-}
-
 // Valid rows of M-tile m: a full tile until the count is known (all arrived / AllReady).
 uint64_t MoeHubSystemImpl::tile_rows(int g, size_t li, uint64_t m) const {
   const HubGpu& h = gpus_[g];
@@ -338,6 +337,7 @@ void MoeHubSystemImpl::begin_work(int g, bool scaling) {
   uint32_t& n = scaling ? h.scaling_blocks : h.computing;
   if (n++ == 0) (scaling ? h.scaling_since : h.computing_since) = cluster_->sim().now();
   if (!scaling && !h.first_tile) h.first_tile = cluster_->sim().now();
+  if (scaling && !h.first_scaling) h.first_scaling = cluster_->sim().now();
 }
 
 void MoeHubSystemImpl::end_work(int g, bool scaling) {
@@ -418,6 +418,7 @@ nlohmann::json MoeHubSystemImpl::stats(Cluster& cluster) {
   }
   hub["gemm1_first_tile_us"] = first;
   hub["dispatch_end_us"] = last;
+  software_signal_stats(cluster, hub);
   hub["dispatch_latency"] = trace_.to_json();
   return {{"hub", hub}};
 }
