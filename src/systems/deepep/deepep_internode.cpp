@@ -29,6 +29,8 @@ struct RoleOf {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+const char* spec_name(bool dispatch) { return dispatch ? "deepep_internode_dispatch" : "deepep_internode_combine"; }
+
 constexpr int kNumMaxNvlPeers = 8;  // NUM_MAX_NVL_PEERS: every internode CTA has warps for 8 NVLink peers
 
 void ring_params(ParamTable<DeepEpInternodeParams>& t, const std::string& kernel, InternodeRing DeepEpInternodeParams::*ring) {
@@ -206,55 +208,40 @@ void DeepEpInternode::chunk_forwarded(int q, int c, size_t chunk) {
                                                   .rdma_head[static_cast<size_t>(c * inter_.nodes + inter_.node(q))]);
 }
 
-gpu::KernelSpec DeepEpInternode::dispatch(int g) {
-  const int G = dispatch_groups(), R = inter_.nodes, L = inter_.per_node;
+// Both kernels: persistent on SMs [0, num_sms), R + L warp groups per CTA, roles by SM.
+gpu::KernelSpec DeepEpInternode::kernel(int g, const char* name, uint32_t threads, bool dispatch) {
+  const int G = groups(), R = inter_.nodes, L = inter_.per_node;
   gpu::KernelSpec spec;
-  spec.name = "deepep_internode_dispatch";
+  spec.name = name;
   spec.persistent = true;
   spec.sms = {0, cfg_.num_sms};
-  spec.shape.threads = std::max<uint32_t>(32, cfg_.dispatch_threads / static_cast<uint32_t>(G));
+  spec.shape.threads = std::max<uint32_t>(32, threads / static_cast<uint32_t>(G));
   spec.shape.max_blocks_per_sm = static_cast<uint32_t>(G);
-  auto assign = [R, L](uint32_t sm, int i) -> RoleOf {
-    if (sm % 2 == 0) return i < L ? RoleOf{Role::Forwarder, i, 0} : RoleOf{};
-    if (i < R) return RoleOf{Role::RdmaSender, i, 0};
-    return RoleOf{Role::NvlReceiver, i - R, 0};
+  auto assign = [R, L, dispatch](uint32_t sm, int i) -> RoleOf {
+    if (dispatch) {
+      if (sm % 2 == 0) return i < L ? RoleOf{Role::Forwarder, i, 0} : RoleOf{};
+      return i < R ? RoleOf{Role::RdmaSender, i, 0} : RoleOf{Role::NvlReceiver, i - R, 0};
+    }
+    if (sm % 2 == 1) return i < R ? RoleOf{Role::CombineForwarder, i, 0} : RoleOf{};
+    return i < L ? RoleOf{Role::NvlSender, i, 0} : RoleOf{Role::RdmaReceiver, i - L, 0};
   };
-  auto run = [this, g](Group& x) -> gpu::Step {
+  auto run = [this, g, dispatch](Group& x) -> gpu::Step {
     switch (x.role) {
       case Role::RdmaSender: return rdma_sender(g, x);
       case Role::Forwarder: return forwarder(g, x);
       case Role::NvlReceiver: return nvl_receiver(g, x);
-      default: throw std::logic_error("DeepEP internode dispatch: bad role");
+      case Role::NvlSender: return nvl_sender(g, x);
+      case Role::CombineForwarder: return combine_forwarder(g, x);
+      case Role::RdmaReceiver: return rdma_receiver(g, x);
+      default: throw std::logic_error(std::string(spec_name(dispatch)) + ": bad role");
     }
   };
   spec.program = std::make_shared<GroupProgram>(spec.name, cfg_.num_sms, cfg_.num_sms * static_cast<uint32_t>(G), assign, run);
   return spec;
 }
 
-gpu::KernelSpec DeepEpInternode::combine(int g) {
-  const int G = combine_groups(), R = inter_.nodes, L = inter_.per_node;
-  gpu::KernelSpec spec;
-  spec.name = "deepep_internode_combine";
-  spec.persistent = true;
-  spec.sms = {0, cfg_.num_sms};
-  spec.shape.threads = std::max<uint32_t>(32, cfg_.combine_threads / static_cast<uint32_t>(G));
-  spec.shape.max_blocks_per_sm = static_cast<uint32_t>(G);
-  auto assign = [R, L](uint32_t sm, int i) -> RoleOf {
-    if (sm % 2 == 1) return i < R ? RoleOf{Role::CombineForwarder, i, 0} : RoleOf{};
-    if (i < L) return RoleOf{Role::NvlSender, i, 0};
-    return RoleOf{Role::RdmaReceiver, i - L, 0};
-  };
-  auto run = [this, g](Group& x) -> gpu::Step {
-    switch (x.role) {
-      case Role::NvlSender: return nvl_sender(g, x);
-      case Role::CombineForwarder: return combine_forwarder(g, x);
-      case Role::RdmaReceiver: return rdma_receiver(g, x);
-      default: throw std::logic_error("DeepEP internode combine: bad role");
-    }
-  };
-  spec.program = std::make_shared<GroupProgram>(spec.name, cfg_.num_sms, cfg_.num_sms * static_cast<uint32_t>(G), assign, run);
-  return spec;
-}
+gpu::KernelSpec DeepEpInternode::dispatch(int g) { return kernel(g, spec_name(true), cfg_.dispatch_threads, true); }
+gpu::KernelSpec DeepEpInternode::combine(int g) { return kernel(g, spec_name(false), cfg_.combine_threads, false); }
 
 // ---- dispatch ----
 

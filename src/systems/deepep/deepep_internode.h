@@ -79,14 +79,14 @@ class DeepEpInternode {
   gpu::KernelSpec dispatch(int g);
   gpu::KernelSpec combine(int g);
 
-  // Per-CTA warp groups (blocks per SM) of each kernel.
-  int dispatch_groups() const { return inter_.nodes + inter_.per_node; }
-  int combine_groups() const { return inter_.nodes + inter_.per_node; }
+  // Per-CTA warp groups (blocks per SM) of either kernel.
+  int groups() const { return inter_.nodes + inter_.per_node; }
 
   struct Group;  // one warp group's program state
 
  private:
   struct Signals;
+  gpu::KernelSpec kernel(int g, const char* name, uint32_t threads, bool dispatch);
   gpu::Step rdma_sender(int g, Group& x);
   gpu::Step forwarder(int g, Group& x);
   gpu::Step nvl_receiver(int g, Group& x);
