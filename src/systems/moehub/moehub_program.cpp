@@ -18,7 +18,7 @@
 // polls). Row counts: the last routing block stores this GPU's per-expert row counts to every
 // consumer (one small ordinary store each): the DAM's expected total; without the DAM it first
 // waits until every row it stored has landed (a release fence), and the counts are the signal
-// each polling GEMM1 block waits for, one per source (systems.moehub.software_signal).
+// each polling GEMM1 block waits for, from every source (systems.moehub.software_signal).
 //
 // Lines between the "table-I" markers are the system's scheduling/communication code
 // (scripts/count-moehub-lines.sh counts them for the paper's Table I).
@@ -177,18 +177,16 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::gemm1_program(int g) {
   // nothing to do, so the weights are shared among the tiles that run.
   const gpu::GemmModel model =
       kernels_->gemm1_model(std::vector<uint64_t>(experts, capacity_), kernels_->local_expert_rows(g));
-  // Without the DAM a block polls its tile's flag, or (source counts) each source's count in turn.
-  const uint32_t waits = v_.dam ? 1 : source_counts() ? static_cast<uint32_t>(cluster_->gpus()) : 1;
-  return std::make_shared<gpu::FunctionProgram>([this, g, experts, model, waits](gpu::BlockState& b) {
+  // Without the DAM a block polls its tile's flag, or (source counts) every source's count.
+  return std::make_shared<gpu::FunctionProgram>([this, g, experts, model](gpu::BlockState& b) {
     const uint64_t m = b.block / (experts * tiles_n1_), li = b.block / tiles_n1_ % experts, n = b.block % tiles_n1_;
     HubRegion& r = gpus_[g].regions[li];
     if (b.step == 0) {
       if (v_.dam) return gpu::Step::gate();
-      if (source_counts()) return on_sm(b, wait_source_count(g, 0));
+      if (source_counts()) return on_sm(b, wait_source_counts(g));
       return on_sm(b, gpu::Step::wait(r.data_flag[m], static_cast<int64_t>(bm_ * row_bytes_), gpu::WaitMode::Poll));
     }
-    if (b.step < waits) return wait_source_count(g, static_cast<int>(b.step));
-    if (b.step == waits) {
+    if (b.step == 1) {
       const uint64_t rows = tile_rows(g, li, m);
       if (rows == 0) return tile_exit(b);  // beyond the count: exit
       fn_->gemm1(g, li, m, rows);
@@ -231,27 +229,22 @@ gpu::GemmHooks MoeHubSystemImpl::gemm2_hooks(int g) {
 }
 
 // Scaling block b sums the k returned rows of its tokens once they are all in memory. With
-// source counts it first polls every expert GPU's combine-done flag in turn (internode_ll.cu:
+// source counts it first polls until every expert GPU's combine-done flag is in (internode_ll.cu:
 // 955, then the grid sync at 976: no token is reduced before every flag is in).
 std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::scaling_program(int g, uint32_t groups) {
   (void)groups;
-  std::vector<int> experts;  // GPUs with experts: each stores a combine-done flag
-  for (int e = 0; e < cluster_->gpus(); ++e) {
-    if (!cluster_->workload().placement().local_experts(e).empty()) experts.push_back(e);
-  }
-  const uint32_t waits = software_counts() ? static_cast<uint32_t>(experts.size()) : 1;
-  return std::make_shared<gpu::FunctionProgram>([this, g, experts, waits](gpu::BlockState& b) {
+  return std::make_shared<gpu::FunctionProgram>([this, g](gpu::BlockState& b) {
     Cluster& c = *cluster_;
     const HubGpu& h = gpus_[g];
     const int64_t k = c.model().top_k(), tokens = c.workload().tokens().count(g);
     const int64_t lo = static_cast<int64_t>(b.block) * h.tokens_per_group;
     const int64_t hi = std::min<int64_t>(tokens, lo + h.tokens_per_group);
-    if (b.step == 0 && v_.dam) return gpu::Step::gate();
-    if (b.step < waits) {
-      if (software_counts()) return wait_combine_flag(g, experts[b.step]);
+    if (b.step == 0) {
+      if (v_.dam) return gpu::Step::gate();
+      if (software_counts()) return wait_combine_flags(g);
       return gpu::Step::wait(h.combine_flag[b.block], (hi - lo) * k * static_cast<int64_t>(row_bytes_), gpu::WaitMode::Poll);
     }
-    if (b.step == waits) {
+    if (b.step == 1) {
       fn_->scaling(g, lo, hi);
       begin_work(g, true);
       return gpu::Step::memory(gpu::memory_bytes::scaling(static_cast<uint64_t>(hi - lo), static_cast<uint64_t>(k),

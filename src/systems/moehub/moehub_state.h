@@ -30,11 +30,11 @@ gpu::Step st_rowsp(const RowspRegistry& registry, const RowspStore& s);
 // How a consumer without the DAM (mh-base, mh-pkt) learns that its rows have landed.
 enum class SoftwareSignal : uint8_t {
   // The producer's last routing block waits until every row it stored has landed (a release
-  // fence), then stores its per-expert row counts to each consumer; a GEMM1 block polls one
-  // count flag per source and sums them (DeepEP's low-latency dispatch, docs/hub/ablation.md 12).
-  // Combine: after GEMM2 one block waits until every result row it stored has landed, then
-  // stores a flag to every GPU; a scaling block polls every expert GPU's flag (DeepEP's
-  // low-latency combine).
+  // fence), then stores its per-expert row counts to each consumer; a GEMM1 block polls until
+  // every source's count is in, then sums them (DeepEP's low-latency dispatch, docs/hub/ablation.md
+  // 12). Combine: after GEMM2 one block waits until every result row it stored has landed, then
+  // stores a flag to every GPU; a scaling block polls until every expert GPU's flag is in
+  // (DeepEP's low-latency combine).
   SourceCounts,
   // The hub bumps a per-M-tile flag as each row lands: the DAM's counting, not a software protocol.
   HubTileFlags,
@@ -135,14 +135,15 @@ struct HubGpu {
   std::optional<Time> first_scaling;  // first scaling block began its reduction
   uint32_t routing_finished = 0;  // routing blocks done (the last one stores the row counts)
   // SoftwareSignal::SourceCounts: as producer, bytes of its st.rowsp stores landed anywhere
-  // (its release fence); as consumer, per source GPU the bytes of that source's count store.
+  // (its release fence); as consumer, the bytes of every source's count store (one 32 B sector
+  // per expert holds all 8 sources' counts, so a poll reads them all).
   gpu::SignalId fence = 0;
-  std::vector<gpu::SignalId> source_flag;
+  gpu::SignalId counts_in = 0;
   // The same for the combine: as expert GPU, bytes of its GEMM2 result stores issued and landed
-  // anywhere; as source, per expert GPU the bytes of its combine-done flag.
+  // anywhere; as source, the bytes of every expert GPU's combine-done flags.
   uint64_t combine_issued = 0;
   gpu::SignalId combine_fence = 0;
-  std::vector<gpu::SignalId> combine_source_flag;
+  gpu::SignalId combine_flags_in = 0;
   // SoftwareSignal::SourceChunks: as producer, per routing block its cursor and per row
   // ((token - first) x k + slot) its (block, place); as consumer, per (source, block) its inbox.
   std::vector<ChunkCursor> chunks;
@@ -174,11 +175,11 @@ class MoeHubSystemImpl final : public MoeSystem, public HubListener {
   bool software_counts() const { return !v_.dam && p_.software_signal != SoftwareSignal::HubTileFlags; }
   bool source_chunks() const { return !v_.dam && p_.software_signal == SoftwareSignal::SourceChunks; }
   gpu::Step count_fence(int g);
-  gpu::Step wait_source_count(int g, int src);
+  gpu::Step wait_source_counts(int g);
   // The combine's: the kernel after GEMM2 that fences its result stores and stores the
-  // combine-done flags (moehub_program.cpp), and a scaling block's wait for one expert GPU's flag.
+  // combine-done flags, and a scaling block's wait for every expert GPU's flags.
   gpu::KernelSpec combine_signal_kernel(int g);
-  gpu::Step wait_combine_flag(int g, int src);
+  gpu::Step wait_combine_flags(int g);
   // SourceChunks (software_signal.cpp): a routing block's releases, and their arrival.
   void prepare_chunks(int g, uint32_t grid);
   void note_chunk_row(int g, uint32_t block, MallocId id, uint64_t row, bool meta);

@@ -187,13 +187,9 @@ void MoeHubSystemImpl::prepare_gpu(int g) {
   trace_.add_regions(g, h.regions.size(), tiles_m_);
   if (software_counts()) {
     h.fence = c.gpu(g).create_signal("rows landed (release fence)");
-    if (!h.regions.empty()) {
-      for (int src = 0; src < c.gpus(); ++src) h.source_flag.push_back(c.gpu(g).create_signal(fmt::format("count from {}", src)));
-    }
+    h.counts_in = c.gpu(g).create_signal("row counts in");
     h.combine_fence = c.gpu(g).create_signal("result rows landed (release fence)");
-    for (int src = 0; src < c.gpus(); ++src) {
-      h.combine_source_flag.push_back(c.gpu(g).create_signal(fmt::format("combine done at {}", src)));
-    }
+    h.combine_flags_in = c.gpu(g).create_signal("combine-done flags in");
   }
   for (size_t li = 0; li < h.regions.size(); ++li) {
     HubRegion& r = h.regions[li];
@@ -277,12 +273,12 @@ void MoeHubSystemImpl::on_landed(int g, const LandedWrite& w) {
     return;
   }
   if (w.address >= HubAddressMap::kCombineFlagAddress) {  // an expert GPU's combine-done flag
-    c.gpu(g).signal_add(h.combine_source_flag[static_cast<size_t>(w.src)], w.bytes);
+    c.gpu(g).signal_add(h.combine_flags_in, w.bytes);
     return;
   }
   if (w.address >= HubAddressMap::kCountAddress) {  // a producer's row counts for this GPU's experts
     h.report_bytes += w.bytes;
-    if (software_counts()) c.gpu(g).signal_add(h.source_flag[static_cast<size_t>(w.src)], w.bytes);
+    if (software_counts()) c.gpu(g).signal_add(h.counts_in, w.bytes);
     if (h.report_bytes == static_cast<uint64_t>(c.gpus()) * kRowCountBytes * h.regions.size()) {
       h.reports_in = true;
       uint64_t total = 0;

@@ -22,13 +22,15 @@ gpu::Step MoeHubSystemImpl::count_fence(int g) {
   return gpu::Step::wait(gpus_[g].fence, static_cast<int64_t>(rows * row_size_), gpu::WaitMode::Poll);
 }
 
-// A polling GEMM1 block's wait for one source's count store (internode_ll.cu:387: one
-// ld_acquire_sys_global loop per (local expert, source rank)). The counts of all this GPU's
-// experts ride in one store per source.
-gpu::Step MoeHubSystemImpl::wait_source_count(int g, int src) {
+// A polling GEMM1 block's wait for every source's count (internode_ll.cu:387: one
+// ld_acquire_sys_global loop per (local expert, source rank), each (expert, rank) by its own
+// warp group, so the sources are polled at once; the counts of one expert are contiguous,
+// rdma_recv_count + local_expert_idx x num_ranks + src_rank, 32 B at 8 ranks: one sector per
+// poll, `gpu.poll_bytes`). The counts of all this GPU's experts ride in one store per source.
+gpu::Step MoeHubSystemImpl::wait_source_counts(int g) {
   const HubGpu& h = gpus_[g];
-  return gpu::Step::wait(h.source_flag[static_cast<size_t>(src)], static_cast<int64_t>(kRowCountBytes * h.regions.size()),
-                         gpu::WaitMode::Poll);
+  const auto bytes = static_cast<int64_t>(kRowCountBytes * h.regions.size()) * cluster_->gpus();
+  return gpu::Step::wait(h.counts_in, bytes, gpu::WaitMode::Poll);
 }
 
 // The combine (DeepEP dd758caf csrc/kernels/legacy/internode_ll.cu:915-930): once GEMM2 has
@@ -55,12 +57,15 @@ gpu::KernelSpec MoeHubSystemImpl::combine_signal_kernel(int g) {
   return k;
 }
 
-// A scaling block's wait for expert GPU `src`'s combine-done flag (internode_ll.cu:955: one
-// ld_acquire_sys_global loop per expert; here the flags of one GPU's experts share a store).
-gpu::Step MoeHubSystemImpl::wait_combine_flag(int g, int src) {
-  const auto experts = static_cast<int64_t>(cluster_->workload().placement().local_experts(src).size());
-  return gpu::Step::wait(gpus_[g].combine_source_flag[static_cast<size_t>(src)], kRowCountBytes * experts,
-                         gpu::WaitMode::Poll);
+// A scaling block's wait for every expert GPU's combine-done flags (internode_ll.cu:955: one
+// ld_acquire_sys_global loop per expert, each by its own warp group, so all at once; here the
+// flags of one GPU's experts share a store).
+gpu::Step MoeHubSystemImpl::wait_combine_flags(int g) {
+  int64_t experts = 0;
+  for (int src = 0; src < cluster_->gpus(); ++src) {
+    experts += static_cast<int64_t>(cluster_->workload().placement().local_experts(src).size());
+  }
+  return gpu::Step::wait(gpus_[g].combine_flags_in, kRowCountBytes * experts, gpu::WaitMode::Poll);
 }
 
 // SoftwareSignal::SourceChunks, as DeepEP's intranode dispatch (dd758caf
