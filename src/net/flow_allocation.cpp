@@ -270,11 +270,12 @@ void FlowNetwork::shift_load(uint32_t resource, double delta, int64_t now) {
   r.load = res_classes_[resource].empty() ? 0.0 : std::max(0.0, r.load + delta);
 }
 
-// Between full allocations (net.flow_realloc_interval): the classes formed since the last one
-// are filled max-min among themselves over the capacity the other classes leave, which keep
-// their rates (a drained class's load left at once, drop_class). No link then carries more
-// than its capacity; a new class may wait at rate 0 until the next full allocation, which
-// this schedules.
+// Between full allocations (net.flow_realloc_interval): the classes formed since the last
+// allocation (full or not) are filled max-min among themselves over the capacity the other
+// classes leave, and then keep that rate, as the others keep theirs, until the next full
+// allocation, which this schedules (a drained class's load leaves at once, drop_class). No link
+// then carries more than its capacity; a new class may wait at rate 0. The cost is that of the
+// new classes only, not of everything formed since the last full allocation.
 void FlowNetwork::reallocate_provisional(int64_t now) {
   Scratch& w = scratch_;
   w.seen_res.resize(resources_.size(), 0);
@@ -295,8 +296,7 @@ void FlowNetwork::reallocate_provisional(int64_t now) {
       w.comp_res.push_back(q);
     }
   }
-  std::sort(w.comp_res.begin(), w.comp_res.end());
-  prepare_component();
+  prepare_component();  // resources in order of first use: deterministic, no sort needed
   for (size_t j = 0; j < w.comp_res.size(); ++j) {
     const Resource& r = resources_[w.comp_res[j]];
     w.room[j] = std::max(0.0, r.capacity - r.load);
@@ -312,13 +312,12 @@ void FlowNetwork::reallocate_provisional(int64_t now) {
     c.rate = w.rate[i];
     set_due(slot, now);
   }
-  // Busy periods: the provisional classes' resources and those the drains since the last pass
-  // left.
+  provisional_.clear();
+  // Busy periods: the new classes' resources and those the drains since the last pass left (a
+  // resource listed twice is settled at its first visit).
   for (const uint32_t r : w.comp_res) w.seen_res[r] = 0;
   w.visited_res.assign(w.comp_res.begin(), w.comp_res.end());
   w.visited_res.insert(w.visited_res.end(), seeds_.begin() + static_cast<std::ptrdiff_t>(seeds_seen_), seeds_.end());
-  std::sort(w.visited_res.begin(), w.visited_res.end());
-  w.visited_res.erase(std::unique(w.visited_res.begin(), w.visited_res.end()), w.visited_res.end());
   seeds_seen_ = seeds_.size();
   account_busy(now);
   if (full_pending_) return;
