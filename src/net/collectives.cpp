@@ -42,38 +42,58 @@ PerPair<uint64_t> AllToAll::uniform(int gpus, uint64_t bytes_per_gpu) {
   return m;
 }
 
-void AllToAll::start(const PerPair<uint64_t>& bytes, int priority, Callback on_complete) {
-  const int n = net_.config().gpus;
-  if (bytes.gpus() != n) throw std::logic_error("AllToAll: matrix is not gpus x gpus");
+void AllToAll::begin(int priority, Callback on_complete) {
   if (started_ && outstanding_bytes_ > 0) throw std::logic_error("AllToAll: previous collective still running");
   started_ = true;
   priority_ = priority;
   on_complete_ = std::move(on_complete);
   conns_.clear();
   outstanding_bytes_ = 0;
+}
+
+void AllToAll::add_pair(int src, int dst, uint64_t total) {
+  if (total == 0) return;  // NCCL skips zero-size sends
   const uint32_t packet = net_.config().max_payload_bytes;
-  const std::vector<int> deltas = nccl_p2p_deltas(n);
-  // Rounds in NCCL order; round 0 is the self copy, which does not use the fabric.
-  for (size_t r = 1; r < deltas.size(); ++r) {
-    for (int src = 0; src < n; ++src) {
-      const int dst = (src + deltas[r]) % n;
-      const uint64_t total = bytes(src, dst);
-      if (total == 0) continue;  // NCCL skips zero-size sends
-      // Split over channels in whole packets, so no channel adds a partial packet of its own.
-      const uint64_t per = (total + static_cast<uint64_t>(cfg_.channels_per_peer) - 1) / static_cast<uint64_t>(cfg_.channels_per_peer);
-      const uint64_t share = (per + packet - 1) / packet * packet;
-      for (uint64_t off = 0; off < total; off += share) {
-        conns_.push_back(Connection{src, dst, std::min(share, total - off), 0});
-        outstanding_bytes_ += conns_.back().left;
-      }
-    }
+  // Split over channels in whole packets, so no channel adds a partial packet of its own.
+  const uint64_t per = (total + static_cast<uint64_t>(cfg_.channels_per_peer) - 1) / static_cast<uint64_t>(cfg_.channels_per_peer);
+  const uint64_t share = (per + packet - 1) / packet * packet;
+  for (uint64_t off = 0; off < total; off += share) {
+    conns_.push_back(Connection{src, dst, std::min(share, total - off), 0});
+    outstanding_bytes_ += conns_.back().left;
   }
+}
+
+void AllToAll::launch() {
   if (outstanding_bytes_ == 0) {
     finish_ = sim_.now();
     sim_.schedule_in(Time::zero(), std::move(on_complete_));
     return;
   }
   for (size_t c = 0; c < conns_.size(); ++c) issue(c);
+}
+
+void AllToAll::start(const PerPair<uint64_t>& bytes, int priority, Callback on_complete) {
+  const int n = net_.config().gpus;
+  if (bytes.gpus() != n) throw std::logic_error("AllToAll: matrix is not gpus x gpus");
+  begin(priority, std::move(on_complete));
+  const std::vector<int> deltas = nccl_p2p_deltas(n);
+  // Rounds in NCCL order; round 0 is the self copy, which does not use the fabric.
+  for (size_t r = 1; r < deltas.size(); ++r) {
+    for (int src = 0; src < n; ++src) {
+      const int dst = (src + deltas[r]) % n;
+      add_pair(src, dst, bytes(src, dst));
+    }
+  }
+  launch();
+}
+
+void AllToAll::start_pair(int src, int dst, uint64_t bytes, int priority, Callback on_complete) {
+  const int n = net_.config().gpus;
+  if (src < 0 || dst < 0 || src >= n || dst >= n) throw std::logic_error("AllToAll: GPU index out of range");
+  begin(priority, std::move(on_complete));
+  // As start() with one entry: the self pair is round 0, which start() skips.
+  if (src != dst) add_pair(src, dst, bytes);
+  launch();
 }
 
 void AllToAll::issue(size_t c) {

@@ -40,6 +40,10 @@ class AllToAll {
   // bytes(src, dst): payload bytes from every GPU to every GPU (all-to-all-v). `on_complete`
   // runs when the last byte has been delivered. One collective at a time per object.
   void start(const PerPair<uint64_t>& bytes, int priority, Callback on_complete);
+  // The same for one pair alone (a matrix with one non-zero entry), without a GPUs x GPUs
+  // matrix and its scan: NCCL group calls start each pair on its own, and at 256 GPUs those
+  // scans were 64 % of megatron-te's CPU.
+  void start_pair(int src, int dst, uint64_t bytes, int priority, Callback on_complete);
   // Uniform all-to-all: every GPU spreads `bytes_per_gpu` evenly over the other GPUs.
   static PerPair<uint64_t> uniform(int gpus, uint64_t bytes_per_gpu);
 
@@ -53,6 +57,9 @@ class AllToAll {
     uint64_t left = 0;  // bytes not yet handed to the network
     int in_flight = 0;
   };
+  void begin(int priority, Callback on_complete);
+  void add_pair(int src, int dst, uint64_t total);  // its connections, channel by channel
+  void launch();                                    // issues every connection, in order
   void issue(size_t conn);
   void chunk_delivered(size_t conn, uint64_t bytes);
 

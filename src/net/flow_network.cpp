@@ -132,6 +132,7 @@ uint32_t FlowNetwork::class_for(int src, int dst, double wire_per_byte, double a
   ++live_classes_;
   c.formed = next_formed_++;
   order_.emplace_back(c.formed, slot);
+  if (cfg_.flow_realloc_interval.ps() > 0) provisional_.emplace_back(c.formed, slot);
   c.since_ps = sim_.now().ps();
   c.src = src;
   c.dst = dst;
@@ -186,234 +187,6 @@ Time FlowNetwork::tail(int src, int dst, uint64_t bytes) const {
          cfg_.fabric_cable_latency * (one_leaf ? 2 : 4) + cfg_.fabric_switch_latency * (one_leaf ? 1 : 3);
 }
 
-// A change (a class formed or drained, or a class's weight changed) touches the resources the
-// class loads: the next allocation recomputes only their connected components.
-void FlowNetwork::touch(const FlowClass& c) {
-  for (uint32_t k = 0; k < c.load_count; ++k) seeds_.push_back(c.loads[k].resource);
-}
-
-// Max-min rates decompose over connected components (classes joined by the resources they
-// share): a component's allocation does not depend on any other. So only the components of the
-// touched resources are filled again, each on its own, and each the same way whatever else
-// changed: its classes in order of formation, its resources in index order.
-void FlowNetwork::reallocate() {
-  Scratch& w = scratch_;
-  w.seen_res.resize(resources_.size(), 0);
-  w.seen_cls.resize(classes_.size(), 0);
-  w.visited_res.clear();
-  w.visited_cls.clear();
-  const int64_t now = sim_.now().ps();
-  for (const uint32_t seed : seeds_) {
-    if (w.seen_res[seed]) continue;
-    collect_component(seed);
-    fill_component(now);
-  }
-  for (const uint32_t r : w.visited_res) w.seen_res[r] = 0;
-  for (const uint32_t slot : w.visited_cls) w.seen_cls[slot] = 0;
-  seeds_.clear();
-  account_busy(now);
-}
-
-// Opens a resource's busy period when it gains load and closes it (statistics, timeline) when
-// it loses all of it. Only the refilled components' resources can have changed load; they are
-// visited in index order, as a walk over every resource would.
-void FlowNetwork::account_busy(int64_t now) {
-  std::vector<uint32_t>& visited = scratch_.visited_res;
-  std::sort(visited.begin(), visited.end());
-  for (const uint32_t i : visited) {
-    Resource& r = resources_[i];
-    if (r.load > 0 && r.busy_since < 0) {
-      r.busy_since = now;
-    } else if (r.load == 0 && r.busy_since >= 0) {
-      r.busy_ps += now - r.busy_since;
-      if (trace_) trace_busy(i, r.busy_since, now);
-      r.busy_since = -1;
-    }
-  }
-}
-
-// The resources and classes connected to `seed` (depth first), then in allocation order.
-void FlowNetwork::collect_component(uint32_t seed) {
-  Scratch& w = scratch_;
-  w.comp_cls.clear();
-  w.comp_res.clear();
-  w.stack.assign(1, seed);
-  w.seen_res[seed] = 1;
-  while (!w.stack.empty()) {
-    const uint32_t r = w.stack.back();
-    w.stack.pop_back();
-    w.comp_res.push_back(r);
-    for (const uint32_t slot : res_classes_[r]) {
-      if (w.seen_cls[slot]) continue;
-      w.seen_cls[slot] = 1;
-      w.comp_cls.push_back(slot);
-      const FlowClass& c = classes_[slot];
-      for (uint32_t k = 0; k < c.load_count; ++k) {
-        const uint32_t q = c.loads[k].resource;
-        if (w.seen_res[q]) continue;
-        w.seen_res[q] = 1;
-        w.stack.push_back(q);
-      }
-    }
-  }
-  w.visited_res.insert(w.visited_res.end(), w.comp_res.begin(), w.comp_res.end());
-  w.visited_cls.insert(w.visited_cls.end(), w.comp_cls.begin(), w.comp_cls.end());
-  order_component();
-  std::sort(w.comp_res.begin(), w.comp_res.end());
-}
-
-// Puts the component's classes in order of formation: a scan of order_ when the component
-// holds a large share of the classes (an all-to-all joins them all), else a sort of its own.
-void FlowNetwork::order_component() {
-  Scratch& w = scratch_;
-  if (w.comp_cls.size() * 4 < live_classes_) {
-    w.keyed.clear();
-    for (const uint32_t slot : w.comp_cls) w.keyed.emplace_back(classes_[slot].formed, slot);
-    std::sort(w.keyed.begin(), w.keyed.end());
-    for (size_t i = 0; i < w.keyed.size(); ++i) w.comp_cls[i] = w.keyed[i].second;
-    return;
-  }
-  // Entries of drained classes (a slot may hold a later class by now) go when they outnumber
-  // the live ones.
-  const auto current = [&](const std::pair<uint64_t, uint32_t>& e) {
-    const FlowClass& c = classes_[e.second];
-    return c.live && c.formed == e.first;
-  };
-  if (order_.size() > 2 * live_classes_ + 64) std::erase_if(order_, [&](const auto& e) { return !current(e); });
-  // seen_cls also marks the classes of components filled earlier in this allocation.
-  w.in_comp.resize(classes_.size(), 0);
-  for (const uint32_t slot : w.comp_cls) w.in_comp[slot] = 1;
-  w.comp_cls.clear();
-  for (const auto& e : order_) {
-    if (!current(e) || !w.in_comp[e.second]) continue;
-    w.in_comp[e.second] = 0;
-    w.comp_cls.push_back(e.second);
-  }
-}
-
-// The component's weights and class lists per resource, before the first round. Resources are
-// numbered within the component (j), classes by their place in it (i).
-void FlowNetwork::prepare_component() {
-  Scratch& w = scratch_;
-  const size_t nc = w.comp_cls.size();
-  const size_t nr = w.comp_res.size();
-  w.local.resize(resources_.size());
-  for (size_t j = 0; j < nr; ++j) w.local[w.comp_res[j]] = static_cast<uint32_t>(j);
-  w.room.resize(nr);
-  w.weight.assign(nr, 0.0);
-  w.crossing.assign(nr, 0);  // unfrozen classes that load the resource
-  w.first.assign(nr + 1, 0);  // classes on resource j: on[first[j] .. first[j + 1])
-  w.rate.assign(nc, 0.0);
-  for (size_t j = 0; j < nr; ++j) w.room[j] = resources_[w.comp_res[j]].capacity;
-  const auto cls = [&](size_t i) -> const FlowClass& { return classes_[w.comp_cls[i]]; };
-  const auto touches = [&](const FlowClass& c, auto&& visit) {
-    for (uint32_t k = 0; k < c.load_count; ++k) visit(static_cast<size_t>(w.local[c.loads[k].resource]), c.loads[k].per_byte);
-  };
-  for (size_t i = 0; i < nc; ++i) {
-    const double n = class_weight(cls(i));
-    touches(cls(i), [&](size_t j, double per_byte) {
-      w.weight[j] += n * per_byte;
-      ++w.crossing[j];
-    });
-  }
-  w.active.clear();
-  for (size_t j = 0; j < nr; ++j) {
-    w.first[j + 1] = w.first[j] + w.crossing[j];
-    if (w.crossing[j] > 0) w.active.push_back(static_cast<uint32_t>(j));
-  }
-  w.on.resize(w.first[nr]);
-  w.fill.assign(w.first.begin(), w.first.end() - 1);
-  for (size_t i = 0; i < nc; ++i) {
-    touches(cls(i), [&](size_t j, double) { w.on[w.fill[j]++] = static_cast<uint32_t>(i); });
-  }
-}
-
-// Progressive filling over one component: raise every unfrozen class's rate together until
-// some resource is full, freeze the classes crossing it, repeat (max-min fairness in payload
-// rate). Each resource keeps the weight of the unfrozen classes crossing it, reduced as they
-// freeze, so a round costs one pass over the resources rather than over the classes.
-void FlowNetwork::fill_component(int64_t now) {
-  prepare_component();
-  Scratch& w = scratch_;
-  const size_t nc = w.comp_cls.size();
-  const auto cls = [&](size_t i) -> const FlowClass& { return classes_[w.comp_cls[i]]; };
-  const auto touches = [&](const FlowClass& c, auto&& visit) {
-    for (uint32_t k = 0; k < c.load_count; ++k) visit(static_cast<size_t>(w.local[c.loads[k].resource]), c.loads[k].per_byte);
-  };
-  auto& room = w.room;
-  auto& weight = w.weight;
-  auto& crossing = w.crossing;
-  std::vector<char>& frozen = w.frozen;
-  frozen.assign(nc, 0);
-  double level = 0;  // the rate of every unfrozen class
-  size_t left = nc;
-  while (left > 0) {
-    // The bottleneck: the resource that fills first. A resource with no unfrozen class left
-    // takes no further part (dropped here, the order of the rest kept: ties pick the same one).
-    double step = INFINITY;
-    size_t bottleneck = 0;
-    size_t kept = 0;
-    for (size_t k = 0; k < w.active.size(); ++k) {
-      const uint32_t j = w.active[k];
-      if (crossing[j] == 0) continue;
-      w.active[kept++] = j;
-      if (room[j] / weight[j] < step) {
-        step = room[j] / weight[j];
-        bottleneck = j;
-      }
-    }
-    w.active.resize(kept);
-    if (step == INFINITY) break;
-    level += step;
-    w.full.clear();
-    for (const uint32_t j : w.active) {
-      room[j] = j == bottleneck ? 0.0 : room[j] - step * weight[j];
-      // Full, with a relative tolerance for rounding.
-      if (room[j] <= resources_[w.comp_res[j]].capacity * 1e-12) w.full.push_back(j);
-    }
-    for (const uint32_t j : w.full) {  // freeze the classes on the full resources
-      if (crossing[j] == 0) continue;
-      for (uint32_t k = w.first[j]; k < w.first[j + 1]; ++k) {
-        const uint32_t i = w.on[k];
-        if (frozen[i]) continue;
-        frozen[i] = 1;
-        --left;
-        w.rate[i] = level;
-        const double n = class_weight(cls(i));
-        touches(cls(i), [&](size_t q, double per_byte) {
-          weight[q] -= n * per_byte;
-          --crossing[q];
-        });
-      }
-    }
-  }
-  apply_rates(now);
-}
-
-// Sets the rates the filling found for the component. A class or resource whose rate changes
-// is first brought up to now at its old rate; a class's due time moves with its rate.
-void FlowNetwork::apply_rates(int64_t now) {
-  Scratch& w = scratch_;
-  w.load.assign(w.comp_res.size(), 0.0);
-  for (size_t i = 0; i < w.comp_cls.size(); ++i) {
-    const uint32_t slot = w.comp_cls[i];
-    FlowClass& c = classes_[slot];
-    const double rate = class_weight(c) * w.rate[i];
-    for (uint32_t k = 0; k < c.load_count; ++k) w.load[w.local[c.loads[k].resource]] += rate * c.loads[k].per_byte;
-    if (w.rate[i] == c.rate) continue;
-    c.served_base = served_at(c, now);
-    c.since_ps = now;
-    c.rate = w.rate[i];
-    set_due(slot, now);
-  }
-  for (size_t j = 0; j < w.comp_res.size(); ++j) {
-    Resource& r = resources_[w.comp_res[j]];
-    if (w.load[j] == r.load) continue;
-    r.bytes += r.load * (static_cast<double>(now - r.since_ps) / 1e12);
-    r.since_ps = now;
-    r.load = w.load[j];
-  }
-}
 
 void FlowNetwork::set_due(uint32_t slot, int64_t now) {
   FlowClass& c = classes_[slot];
@@ -507,6 +280,10 @@ void FlowNetwork::drop_class(uint32_t slot) {
   FlowClass& c = classes_[slot];
   std::erase(pair_classes(c.src, c.dst), slot);
   for (uint32_t k = 0; k < c.load_count; ++k) std::erase(res_classes_[c.loads[k].resource], slot);
+  // Between full allocations the others keep their rates: the drained load leaves at once.
+  if (cfg_.flow_realloc_interval.ps() > 0) {
+    for (uint32_t k = 0; k < c.load_count; ++k) shift_load(c.loads[k].resource, -c.rate * c.loads[k].per_byte, sim_.now().ps());
+  }
   touch(c);
   c.live = false;
   --live_classes_;
@@ -525,7 +302,7 @@ void FlowNetwork::on_event(uint64_t generation) {
   std::vector<Done>& done = done_scratch_;
   std::sort(done.begin(), done.end(), [](const Done& a, const Done& b) { return a.seq < b.seq; });
   // Merged classes keep their rates until one drains or a new one forms.
-  if (!seeds_.empty()) reallocate();
+  if (dirty_) reallocate();
   unsettled_ = false;
   schedule_next();
   for (Done& d : done) sim_.schedule_in(d.tail, std::move(d.on_complete));

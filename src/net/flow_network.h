@@ -7,7 +7,9 @@
 // There are no queues: no head-of-line blocking, no buffer limits, no priorities. A message
 // (a thread block's store, a hub packet, a read request or response) is one flow; with
 // net.flow_merge_pairs the messages of one class are one flow instead, served in start order, so
-// rates change only when a class starts or drains, not at every message.
+// rates change only when a class starts or drains, not at every message. With
+// net.flow_realloc_interval (a stated reduction) a component is filled again at most once per
+// interval; changes in between refill only the newly formed classes over the spare capacity.
 // Messages are back-pressured (SendWindows): a sender hands the network a message only while
 // its outstanding messages on that path fit the window of the real link's buffers or queue.
 // With a scale-out fabric (net.gpus_per_node > 0) a flow between nodes loads instead its route
@@ -154,10 +156,14 @@ class FlowNetwork final : public TransferNetwork {
   void drop_class(uint32_t slot);
   void touch(const FlowClass& c);
   void reallocate();
+  void reallocate_components(int64_t now);
+  void reallocate_provisional(int64_t now);
+  void shift_load(uint32_t resource, double delta, int64_t now);
   void collect_component(uint32_t seed);
   void order_component();
   void prepare_component();
   void fill_component(int64_t now);
+  void fill_rounds();
   void apply_rates(int64_t now);
   void account_busy(int64_t now);
   void schedule_next();
@@ -183,7 +189,14 @@ class FlowNetwork final : public TransferNetwork {
   std::vector<std::pair<uint64_t, uint32_t>> order_;  // (formed, slot) in order of formation
   uint64_t next_formed_ = 0;
   std::vector<std::vector<uint32_t>> res_classes_;  // per resource: the live classes loading it
-  std::vector<uint32_t> seeds_;  // resources touched since the last allocation
+  std::vector<uint32_t> seeds_;  // resources touched since the last allocation of components
+  bool dirty_ = false;           // a change since the last allocation (full or provisional)
+  // net.flow_realloc_interval: the last full allocation, the classes formed since (formed,
+  // slot), the seeds a provisional pass has seen, and whether the next full one is scheduled.
+  int64_t last_full_ps_ = -1;
+  std::vector<std::pair<uint64_t, uint32_t>> provisional_;
+  size_t seeds_seen_ = 0;
+  bool full_pending_ = false;
   std::vector<Due> due_;             // a min-heap on at_ps: the next completion of each class
   uint64_t next_due_key_ = 0;
   // Indices into classes_ per (src, dst): a flow start looks among the classes of its

@@ -99,6 +99,9 @@ ParamTable<NetConfig> net_table() {
            "Interconnect model: packets with flow control, or max-min fair flows");
   t.boolean("net.flow_merge_pairs", &NetConfig::flow_merge_pairs,
             "Flow fidelity: a pair's messages of one packet format share one flow, served in start order");
+  t.time("net.flow_realloc_interval", &NetConfig::flow_realloc_interval,
+         "Flow fidelity: full max-min reallocation at most once per this interval; in between only new flows are "
+         "filled over the spare capacity (0: every change, exact)");
   declare_fabric(t);
   return t;
 }
@@ -157,6 +160,11 @@ void NetConfig::validate() const {
   if (links_per_gpu % planes != 0) {
     throw UserError("net.switch_planes", fmt::format("{} links per GPU (net.links_per_gpu) cannot be spread evenly over {} planes",
                                                      links_per_gpu, planes));
+  }
+  if (flow_realloc_interval < Time::zero()) throw UserError("net.flow_realloc_interval", "must not be negative");
+  if (flow_realloc_interval > Time::zero() && !flow_merge_pairs) {
+    throw UserError("net.flow_realloc_interval", "needs net.flow_merge_pairs = true (a class's weight must not change between "
+                                                 "full allocations)");
   }
   if (gpus_per_node > 0) {
     validate_fabric();

@@ -33,6 +33,9 @@ struct NetConfig {
   // Flow fidelity: the messages of one class (pair and packet format) form one flow served in
   // start order, instead of one flow each (a stated reduction, docs/network.md).
   bool flow_merge_pairs = false;
+  // Flow fidelity: full max-min allocations at most once per this interval (0: at every
+  // change, exact); a stated reduction, docs/network.md.
+  Time flow_realloc_interval;
   // Scale-out (src/net/fabric_topology.h). gpus_per_node = 0: one NVLink domain, no fabric.
   int gpus_per_node = 0;
   Bandwidth pcie_bandwidth;         // GPU <-> NIC, per direction

@@ -94,11 +94,8 @@ void NcclGroupCall::start_pair(Pair& p) {
     cluster_.gpu(p.src).memory_write(2 * p.bytes, [this, &p] { pair_delivered(p); });
     return;
   }
-  const int n = cluster_.gpus();
-  PerPair<uint64_t> m(n, 0);
-  m(p.src, p.dst) = p.bytes;
   p.transfer = std::make_unique<AllToAll>(cluster_.network(), cluster_.sim(), cluster_.nccl());
-  p.transfer->start(m, priority_, [this, &p] { pair_delivered(p); });
+  p.transfer->start_pair(p.src, p.dst, p.bytes, priority_, [this, &p] { pair_delivered(p); });
 }
 
 void NcclGroupCall::pair_delivered(Pair& p) {
