@@ -20,6 +20,18 @@ std::vector<int> nccl_p2p_deltas(int n) {
   return deltas;
 }
 
+int nccl_pair_channels(const NcclConfig& cfg, uint64_t bytes) {
+  if (bytes == 0) return 1;
+  // NVIDIA/nccl 5067397c src/enqueue.cc:918-920: in one node minPartSize = chunk/8 and
+  // nChannels = min(nChannelsMin, divUp(bytes, minPartSize)). The doubling while a part exceeds
+  // 32 x chunk (enqueue.cc:922-925) stops at nChannelsMax, which our single per-peer count makes
+  // equal to nChannelsMin, so it never raises the count here. Across nodes NCCL divides its
+  // 128 KiB net chunk by 2 (init.cc:818, enqueue.cc:918): 64 KiB, as 512 KiB / 8 here.
+  const uint64_t min_part = std::max<uint64_t>(1, cfg.chunk_bytes / 8);
+  const uint64_t parts = (bytes + min_part - 1) / min_part;
+  return static_cast<int>(std::min<uint64_t>(static_cast<uint64_t>(cfg.channels_per_peer), parts));
+}
+
 AllToAll::AllToAll(Network& net, Simulator& sim, const NcclConfig& config) : net_(net), sim_(sim), cfg_(config) {
   if (cfg_.chunk_bytes == 0 || cfg_.steps < 1 || cfg_.channels_per_peer < 1) {
     throw std::logic_error("AllToAll: chunk, steps and channels must be positive");
@@ -60,7 +72,8 @@ void AllToAll::start(const PerPair<uint64_t>& bytes, int priority, Callback on_c
       const uint64_t total = bytes(src, dst);
       if (total == 0) continue;  // NCCL skips zero-size sends
       // Split over channels in whole packets, so no channel adds a partial packet of its own.
-      const uint64_t per = (total + static_cast<uint64_t>(cfg_.channels_per_peer) - 1) / static_cast<uint64_t>(cfg_.channels_per_peer);
+      const uint64_t channels = nccl_pair_channels(cfg_, total);
+      const uint64_t per = (total + channels - 1) / channels;
       const uint64_t share = (per + packet - 1) / packet * packet;
       for (uint64_t off = 0; off < total; off += share) {
         conns_.push_back(Connection{src, dst, std::min(share, total - off), 0});

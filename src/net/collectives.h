@@ -1,8 +1,8 @@
 #pragma once
 // Collectives the MoE systems use, on the transfer and packet interfaces:
 //  - NCCL-style all-to-all(v) (docs/research/systems.md section 7): the quadratic peer order
-//    of NCCL's p2p schedule (7.2); each peer's data split over `channels_per_peer` connections
-//    (7.3); each connection moves 512 KiB chunks through a FIFO of `steps` slots (7.4), so at
+//    of NCCL's p2p schedule (7.2); each peer's data split over up to `channels_per_peer`
+//    connections, fewer for a small share (7.3, nccl_pair_channels); each connection moves 512 KiB chunks through a FIFO of `steps` slots (7.4), so at
 //    most `steps` chunks are in flight per connection and a slot is reused only after the
 //    receiver's head update has crossed back to the sender; the self copy stays off the fabric.
 //  - one-sided puts issued by a thread block: stores of at most max_payload bytes, complete
@@ -30,6 +30,10 @@ struct NcclConfig {
 // mod pow2up(n), skipping values >= n. Round r sends to rank + delta_r and receives from
 // rank - delta_r. For n = 8: 0 1 3 6 2 7 5 4.
 std::vector<int> nccl_p2p_deltas(int n);
+
+// Connections NCCL gives one pair's `bytes` (enqueue.cc:920): a small share runs on fewer
+// channels than channels_per_peer: one per chunk/8 bytes.
+int nccl_pair_channels(const NcclConfig& cfg, uint64_t bytes);
 
 class AllToAll {
  public:

@@ -19,6 +19,16 @@ TEST(Collectives, NcclPeerOrderIsTheQuadraticDeltaSequence) {
   EXPECT_EQ(nccl_p2p_deltas(1), (std::vector<int>{0}));
 }
 
+TEST(Collectives, SmallPairRunsOnFewerChannels) {
+  // 512 KiB chunk: one channel per started 64 KiB, at most channels_per_peer = 4.
+  const NcclConfig cfg;
+  EXPECT_EQ(nccl_pair_channels(cfg, 40 * 1024), 1);    // 40/64 -> 1
+  EXPECT_EQ(nccl_pair_channels(cfg, 64 * 1024 + 1), 2);
+  EXPECT_EQ(nccl_pair_channels(cfg, 130 * 1024), 3);   // 130/64 -> 3
+  EXPECT_EQ(nccl_pair_channels(cfg, 200 * 1024), 4);   // 200/64 -> 4
+  EXPECT_EQ(nccl_pair_channels(cfg, 30ULL << 20), 4);  // capped at channels_per_peer
+}
+
 TEST(Collectives, UniformMatrixSpreadsEveryByteOverTheOthers) {
   const auto m = AllToAll::uniform(4, 10);
   for (int s = 0; s < 4; ++s) {
