@@ -7,6 +7,13 @@
 #include "net/network.h"
 
 namespace moehub {
+namespace {
+// An LL line (union ncclLLFifoLine, NVIDIA/nccl 5067397c src/include/device.h:75-85) is 16 bytes:
+// two 4-byte data words, each followed by a 4-byte flag. The receiver polls the flags, so the
+// line is its own ready signal. An LL pair (<= 16 KiB per channel) fits one LL step
+// (LL buffer / NCCL_STEPS = 64 KiB of lines), so it never waits for a slot's return.
+constexpr uint64_t kLLWireFactor = 16 / 8;
+}  // namespace
 
 std::vector<int> nccl_p2p_deltas(int n) {
   int pow2 = 1;
@@ -30,6 +37,11 @@ int nccl_pair_channels(const NcclConfig& cfg, uint64_t bytes) {
   const uint64_t min_part = std::max<uint64_t>(1, cfg.chunk_bytes / 8);
   const uint64_t parts = (bytes + min_part - 1) / min_part;
   return static_cast<int>(std::min<uint64_t>(static_cast<uint64_t>(cfg.channels_per_peer), parts));
+}
+
+bool nccl_pair_uses_ll(const NcclConfig& cfg, uint64_t bytes, int channels) {
+  // NVIDIA/nccl 5067397c src/enqueue.cc:932: LL when bytes <= nChannels x NCCL_P2P_LL_THRESHOLD.
+  return bytes <= static_cast<uint64_t>(channels) * cfg.ll_threshold_bytes;
 }
 
 AllToAll::AllToAll(Network& net, Simulator& sim, const NcclConfig& config) : net_(net), sim_(sim), cfg_(config) {
@@ -72,11 +84,12 @@ void AllToAll::start(const PerPair<uint64_t>& bytes, int priority, Callback on_c
       const uint64_t total = bytes(src, dst);
       if (total == 0) continue;  // NCCL skips zero-size sends
       // Split over channels in whole packets, so no channel adds a partial packet of its own.
-      const uint64_t channels = nccl_pair_channels(cfg_, total);
-      const uint64_t per = (total + channels - 1) / channels;
+      const int channels = nccl_pair_channels(cfg_, total);
+      const bool ll = nccl_pair_uses_ll(cfg_, total, channels);
+      const uint64_t per = (total + static_cast<uint64_t>(channels) - 1) / static_cast<uint64_t>(channels);
       const uint64_t share = (per + packet - 1) / packet * packet;
       for (uint64_t off = 0; off < total; off += share) {
-        conns_.push_back(Connection{src, dst, std::min(share, total - off), 0});
+        conns_.push_back(Connection{src, dst, std::min(share, total - off), 0, ll});
         outstanding_bytes_ += conns_.back().left;
       }
     }
@@ -95,7 +108,8 @@ void AllToAll::issue(size_t c) {
     const uint64_t chunk = std::min(conn.left, cfg_.chunk_bytes);
     conn.left -= chunk;
     ++conn.in_flight;
-    net_.transfer(conn.src, conn.dst, chunk, priority_, [this, c, chunk] { chunk_delivered(c, chunk); });
+    const uint64_t wire = conn.ll ? chunk * kLLWireFactor : chunk;
+    net_.transfer(conn.src, conn.dst, wire, priority_, [this, c, chunk] { chunk_delivered(c, chunk); });
   }
 }
 
