@@ -7,6 +7,13 @@
 #include "net/network.h"
 
 namespace moehub {
+namespace {
+// An LL line (union ncclLLFifoLine, NVIDIA/nccl 5067397c src/include/device.h:75-85) is 16 bytes:
+// two 4-byte data words, each followed by a 4-byte flag. The receiver polls the flags, so the
+// line is its own ready signal. An LL pair (<= 16 KiB per channel) fits one LL step
+// (LL buffer / NCCL_STEPS = 64 KiB of lines), so it never waits for a slot's return.
+constexpr uint64_t kLLWireFactor = 16 / 8;
+}  // namespace
 
 std::vector<int> nccl_p2p_deltas(int n) {
   int pow2 = 1;
@@ -18,6 +25,23 @@ std::vector<int> nccl_p2p_deltas(int n) {
     delta = (delta + r + 1) % pow2;
   }
   return deltas;
+}
+
+int nccl_pair_channels(const NcclConfig& cfg, uint64_t bytes) {
+  if (bytes == 0) return 1;
+  // NVIDIA/nccl 5067397c src/enqueue.cc:918-920: in one node minPartSize = chunk/8 and
+  // nChannels = min(nChannelsMin, divUp(bytes, minPartSize)). The doubling while a part exceeds
+  // 32 x chunk (enqueue.cc:922-925) stops at nChannelsMax, which our single per-peer count makes
+  // equal to nChannelsMin, so it never raises the count here. Across nodes NCCL divides its
+  // 128 KiB net chunk by 2 (init.cc:818, enqueue.cc:918): 64 KiB, as 512 KiB / 8 here.
+  const uint64_t min_part = std::max<uint64_t>(1, cfg.chunk_bytes / 8);
+  const uint64_t parts = (bytes + min_part - 1) / min_part;
+  return static_cast<int>(std::min<uint64_t>(static_cast<uint64_t>(cfg.channels_per_peer), parts));
+}
+
+bool nccl_pair_uses_ll(const NcclConfig& cfg, uint64_t bytes, int channels) {
+  // NVIDIA/nccl 5067397c src/enqueue.cc:932: LL when bytes <= nChannels x NCCL_P2P_LL_THRESHOLD.
+  return bytes <= static_cast<uint64_t>(channels) * cfg.ll_threshold_bytes;
 }
 
 AllToAll::AllToAll(Network& net, Simulator& sim, const NcclConfig& config) : net_(net), sim_(sim), cfg_(config) {
@@ -55,10 +79,12 @@ void AllToAll::add_pair(int src, int dst, uint64_t total) {
   if (total == 0) return;  // NCCL skips zero-size sends
   const uint32_t packet = net_.config().max_payload_bytes;
   // Split over channels in whole packets, so no channel adds a partial packet of its own.
-  const uint64_t per = (total + static_cast<uint64_t>(cfg_.channels_per_peer) - 1) / static_cast<uint64_t>(cfg_.channels_per_peer);
+  const int channels = nccl_pair_channels(cfg_, total);
+  const bool ll = nccl_pair_uses_ll(cfg_, total, channels);
+  const uint64_t per = (total + static_cast<uint64_t>(channels) - 1) / static_cast<uint64_t>(channels);
   const uint64_t share = (per + packet - 1) / packet * packet;
   for (uint64_t off = 0; off < total; off += share) {
-    conns_.push_back(Connection{src, dst, std::min(share, total - off), 0});
+    conns_.push_back(Connection{src, dst, std::min(share, total - off), 0, ll});
     outstanding_bytes_ += conns_.back().left;
   }
 }
@@ -102,7 +128,8 @@ void AllToAll::issue(size_t c) {
     const uint64_t chunk = std::min(conn.left, cfg_.chunk_bytes);
     conn.left -= chunk;
     ++conn.in_flight;
-    net_.transfer(conn.src, conn.dst, chunk, priority_, [this, c, chunk] { chunk_delivered(c, chunk); });
+    const uint64_t wire = conn.ll ? chunk * kLLWireFactor : chunk;
+    net_.transfer(conn.src, conn.dst, wire, priority_, [this, c, chunk] { chunk_delivered(c, chunk); });
   }
 }
 

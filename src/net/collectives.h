@@ -1,10 +1,12 @@
 #pragma once
 // Collectives the MoE systems use, on the transfer and packet interfaces:
 //  - NCCL-style all-to-all(v) (docs/research/systems.md section 7): the quadratic peer order
-//    of NCCL's p2p schedule (7.2); each peer's data split over `channels_per_peer` connections
-//    (7.3); each connection moves 512 KiB chunks through a FIFO of `steps` slots (7.4), so at
+//    of NCCL's p2p schedule (7.2); each peer's data split over up to `channels_per_peer`
+//    connections, fewer for a small share (7.3, nccl_pair_channels); each connection moves 512 KiB chunks through a FIFO of `steps` slots (7.4), so at
 //    most `steps` chunks are in flight per connection and a slot is reused only after the
 //    receiver's head update has crossed back to the sender; the self copy stays off the fabric.
+//    A pair small enough for NCCL's LL protocol sends 16-byte lines of 8 data bytes and a flag:
+//    twice its bytes on the wire, in one step (no slot to wait for).
 //  - one-sided puts issued by a thread block: stores of at most max_payload bytes, complete
 //    when every store is acknowledged (put + quiet).
 
@@ -23,6 +25,7 @@ struct NcclConfig {
   uint64_t chunk_bytes = 512 * 1024;
   int steps = 8;
   int channels_per_peer = 4;
+  uint64_t ll_threshold_bytes = 16 * 1024;  // LL while a pair's bytes <= channels x this
   static NcclConfig from(const Config& config);
 };
 
@@ -30,6 +33,12 @@ struct NcclConfig {
 // mod pow2up(n), skipping values >= n. Round r sends to rank + delta_r and receives from
 // rank - delta_r. For n = 8: 0 1 3 6 2 7 5 4.
 std::vector<int> nccl_p2p_deltas(int n);
+
+// Connections NCCL gives one pair's `bytes` (enqueue.cc:920): a small share runs on fewer
+// channels than channels_per_peer: one per chunk/8 bytes.
+int nccl_pair_channels(const NcclConfig& cfg, uint64_t bytes);
+// Whether NCCL sends a pair's `bytes` over `channels` connections with LL (enqueue.cc:932).
+bool nccl_pair_uses_ll(const NcclConfig& cfg, uint64_t bytes, int channels);
 
 class AllToAll {
  public:
@@ -56,6 +65,7 @@ class AllToAll {
     int dst = 0;
     uint64_t left = 0;  // bytes not yet handed to the network
     int in_flight = 0;
+    bool ll = false;  // LL protocol: every data byte costs kLLWireFactor bytes on the wire
   };
   void begin(int priority, Callback on_complete);
   void add_pair(int src, int dst, uint64_t total);  // its connections, channel by channel

@@ -120,6 +120,9 @@ ParamTable<NcclConfig> nccl_table() {
       .at_least(1)
       .at_most(1024)
       .in_unit("channels");
+  t.bytes("net.nccl_p2p_ll_threshold", &NcclConfig::ll_threshold_bytes,
+          "NCCL p2p: a pair's send uses LL while its bytes <= channels x this (NCCL_P2P_LL_THRESHOLD)")
+      .at_most(kMaxBufferBytes);
   return t;
 }
 

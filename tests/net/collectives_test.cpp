@@ -19,6 +19,16 @@ TEST(Collectives, NcclPeerOrderIsTheQuadraticDeltaSequence) {
   EXPECT_EQ(nccl_p2p_deltas(1), (std::vector<int>{0}));
 }
 
+TEST(Collectives, SmallPairRunsOnFewerChannels) {
+  // 512 KiB chunk: one channel per started 64 KiB, at most channels_per_peer = 4.
+  const NcclConfig cfg;
+  EXPECT_EQ(nccl_pair_channels(cfg, 40 * 1024), 1);    // 40/64 -> 1
+  EXPECT_EQ(nccl_pair_channels(cfg, 64 * 1024 + 1), 2);
+  EXPECT_EQ(nccl_pair_channels(cfg, 130 * 1024), 3);   // 130/64 -> 3
+  EXPECT_EQ(nccl_pair_channels(cfg, 200 * 1024), 4);   // 200/64 -> 4
+  EXPECT_EQ(nccl_pair_channels(cfg, 30ULL << 20), 4);  // capped at channels_per_peer
+}
+
 TEST(Collectives, UniformMatrixSpreadsEveryByteOverTheOthers) {
   const auto m = AllToAll::uniform(4, 10);
   for (int s = 0; s < 4; ++s) {
@@ -100,8 +110,10 @@ TEST(Collectives, AllToAllVSkipsEmptyPairs) {
   a2a.start(m, 0, [&] { done = true; });
   sim.run();
   EXPECT_TRUE(done);
+  // 128 B is LL (<= 1 channel x 16 KiB): 256 B of lines, two 128 B packets on two of the four
+  // planes side by side, so they arrive when one packet alone would.
   EXPECT_EQ(a2a.finish_time().ps(), 2880 + 250000 + 100000 + 2880 + 250000);
-  EXPECT_EQ(net.stats()["packets_delivered"], 1);
+  EXPECT_EQ(net.stats()["packets_delivered"], 2);
 }
 
 TEST(Collectives, ChunkSlotsLimitDataInFlight) {
@@ -113,6 +125,7 @@ TEST(Collectives, ChunkSlotsLimitDataInFlight) {
   cfg.chunk_bytes = 1024;
   cfg.steps = 1;
   cfg.channels_per_peer = 1;
+  cfg.ll_threshold_bytes = 0;  // Simple: the slots are its protocol
   AllToAll a2a(net, sim, cfg);
   PerPair<uint64_t> m(2, 0);
   m(0, 1) = 2048;
@@ -122,6 +135,30 @@ TEST(Collectives, ChunkSlotsLimitDataInFlight) {
   // and arrives 2880 + 605760. Two chunks, separated by the slot return of 600640 ps.
   const int64_t chunk = 2880 + 605760;
   EXPECT_EQ(a2a.finish_time().ps(), chunk + 600640 + chunk);
+}
+
+// Finish time of one 16 KiB pair (0 -> 1) on the packet model with the given LL threshold.
+int64_t sixteen_kib_pair_ps(uint64_t ll_threshold) {
+  Simulator sim;
+  PacketNetwork net(test::h800_like(2), sim);
+  NcclConfig cfg;
+  cfg.ll_threshold_bytes = ll_threshold;
+  AllToAll a2a(net, sim, cfg);
+  PerPair<uint64_t> m(2, 0);
+  m(0, 1) = 16 * 1024;
+  a2a.start(m, 0, [] {});
+  sim.run();
+  return a2a.finish_time().ps();
+}
+
+TEST(Collectives, SixteenKibPairUsesLlAtTwiceTheWireBytes) {
+  EXPECT_TRUE(nccl_pair_uses_ll(NcclConfig{}, 16 * 1024, 1));
+  EXPECT_FALSE(nccl_pair_uses_ll(NcclConfig{}, 16 * 1024 + 1, 1));
+  EXPECT_TRUE(nccl_pair_uses_ll(NcclConfig{}, 64 * 1024, 4));
+  // One channel (16 KiB < 64 KiB). LL: 32 KiB of lines = 256 packets, 64 per plane, 2880 ps
+  // each; the last leaves at 64 x 2880 and arrives 600000 + 2880 later. Simple: 32 per plane.
+  EXPECT_EQ(sixteen_kib_pair_ps(16 * 1024), 64 * 2880 + 600000 + 2880);
+  EXPECT_EQ(sixteen_kib_pair_ps(0), 32 * 2880 + 600000 + 2880);
 }
 
 TEST(Collectives, ThreadBlockPutCompletesWhenEveryStoreIsAcknowledged) {
