@@ -21,22 +21,17 @@ inline constexpr uint64_t kMaskBytes = 1;  // torch.bool routing map
 inline constexpr uint64_t kLongBytes = 8;  // torch.int64 indices and counts
 inline constexpr uint64_t kProbBytes = 4;  // fp32 probs
 
-// Bytes of the later argsort form of the same permute (Megatron-LM after 0014f13: a stable
-// argsort over the transposed map, `% T`, a probs gather), which src/systems/deepep still
-// models: the transpose, one radix pass over 1-byte keys carrying int64 values.
-inline uint64_t argsort_bytes(uint64_t experts, uint64_t tokens) {
-  const uint64_t keys = experts * tokens;
-  return keys * (2 * kMaskBytes + 3 * kMaskBytes + 3 * kLongBytes);
-}
-// `sorted_indices[:rows] % T`: read and write int64.
-inline uint64_t token_index_bytes(uint64_t rows) { return rows * 2 * kLongBytes; }
-// Gather of one fp32 prob per row by an int64 index.
-inline uint64_t probs_gather_bytes(uint64_t rows) { return rows * (kLongBytes + 2 * kProbBytes); }
-
 // Issues permutation 1 of GPU g's `tokens` tokens over `experts` experts selecting `rows`
 // (token, expert) pairs on `stream`; `rows_done` runs when the row gather ends. 11 framework
 // ops, 12 kernels + 2 x (1 or 2) for the counts, 2 D2H copies and 2 host syncs.
 void issue_permute(Cluster& c, const SharedKernels& k, int g, gpu::Stream& stream, uint64_t tokens, uint64_t experts,
                    uint64_t rows, std::function<void()> rows_done);
+
+// Issues `_DeepepManager._indices_to_multihot` (Megatron-LM 0014f13 token_dispatcher.py:955-984)
+// of the `tokens` tokens GPU g received, each with `topk` local expert ids (-1: not on this
+// GPU), `rows` of them valid, into a [tokens, local_experts] map and probs. 11 framework ops:
+// 2 masked indexings and the repeat_interleave block the host (4 D2H copies and syncs).
+void issue_indices_to_multihot(Cluster& c, const SharedKernels& k, int g, gpu::Stream& stream, uint64_t tokens,
+                               uint64_t topk, uint64_t local_experts, uint64_t rows);
 
 }  // namespace moehub::megatron_permute

@@ -379,15 +379,10 @@ class DeepEpSystem final : public MoeSystem {
     *id = c.launch(g, comm, Activity::Communication, std::move(disp));
     stream_wait(g, s, comm, "compute after dispatch");
 
-    // get_permuted_hidden_states_by_experts: indices -> multihot, then the unfused permute.
-    op(g, s, Activity::DataShuffle,
-       k_->memory(g, "flex_indices_to_multihot", ru * k * (mp::kLongBytes + mp::kProbBytes) + ru * el * (mp::kMaskBytes + mp::kProbBytes)));
-    op(g, s, Activity::DataShuffle, k_->memory(g, "permute_argsort", mp::argsort_bytes(el, ru)));
-    op(g, s, Activity::DataShuffle, k_->memory(g, "permute_token_ids", mp::token_index_bytes(rows)));
-    op(g, s, Activity::DataShuffle, k_->memory(g, "permute_probs", mp::probs_gather_bytes(rows)));
-    gpu::KernelSpec gather = k_->permute(g, rows, "permute_rows");
-    gather.on_done = [this, g] { fn_->permute(g); };
-    op(g, s, Activity::DataShuffle, std::move(gather));
+    // get_permuted_hidden_states_by_experts (Megatron-LM 0014f13 token_dispatcher.py:1012-1032):
+    // indices -> multihot, then the unfused permute with its two masked_selects.
+    mp::issue_indices_to_multihot(c, *k_, g, s, ru, k, el, rows);
+    mp::issue_permute(c, *k_, g, s, ru, el, rows, [this, g] { fn_->permute(g); });
     if (!ex.per_expert.empty()) {
       gpu::KernelSpec g1 = k_->gemm1_model(ex.per_expert).kernel("gemm1");
       g1.on_done = [this, g] {
