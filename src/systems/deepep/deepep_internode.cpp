@@ -184,9 +184,12 @@ DeepEpInternode::DeepEpInternode(Cluster& cluster, const DeepEpPlan& plan, const
 
 DeepEpInternode::~DeepEpInternode() = default;
 
-void DeepEpInternode::put(int src, int dst, uint64_t bytes, gpu::SignalId tail) {
+gpu::Step DeepEpInternode::put(int src, int dst, uint64_t bytes, gpu::SignalId tail) {
+  // To its own GPU the rows were already written by the step before; only the tail moves.
+  if (src == dst) return gpu::Step::signal_add(tail, static_cast<int64_t>(bytes));
   cluster_.network().transfer(src, dst, bytes + kAmoBytes, 0,
                               [this, dst, bytes, tail] { cluster_.deliver_write(dst, bytes, Cluster::signal_tag(tail)); });
+  return gpu::Step::compute(Time::zero());
 }
 
 void DeepEpInternode::head_amo(int src, int dst, gpu::SignalId head) {
@@ -274,9 +277,7 @@ gpu::Step DeepEpInternode::rdma_sender(int g, Group& x) {
         x.stage = 0;
         ++x.k;
         const gpu::SignalId tail = sig_[static_cast<size_t>(relay)].rdma_tail[static_cast<size_t>(c * R + inter_.node(g))];
-        if (relay == g) return gpu::Step::signal_add(tail, count * static_cast<int64_t>(tb));
-        put(g, relay, static_cast<uint64_t>(count) * tb, tail);
-        return gpu::Step::compute(Time::zero());
+        return put(g, relay, static_cast<uint64_t>(count) * tb, tail);
       }
       default:
         throw std::logic_error("DeepEP RDMA sender: bad stage");
@@ -481,9 +482,7 @@ gpu::Step DeepEpInternode::combine_forwarder(int g, Group& x) {
         ++x.k;
         {
           const gpu::SignalId tail = sig_[static_cast<size_t>(src)].c_rdma_tail[static_cast<size_t>(c * R + r)];
-          if (src == g) return gpu::Step::signal_add(tail, count * static_cast<int64_t>(tb));
-          put(g, src, static_cast<uint64_t>(count) * tb, tail);
-          return gpu::Step::compute(Time::zero());
+          return put(g, src, static_cast<uint64_t>(count) * tb, tail);
         }
       default:
         throw std::logic_error("DeepEP combine forwarder: bad stage");

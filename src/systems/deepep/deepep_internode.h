@@ -94,8 +94,9 @@ class DeepEpInternode {
   gpu::Step combine_forwarder(int g, Group& x);
   gpu::Step rdma_receiver(int g, Group& x);
   // An RDMA put of `bytes` and its tail atomic from src to dst (one queue pair: the atomic
-  // lands after the data); dst's `tail` grows by `bytes` when they are in its memory.
-  void put(int src, int dst, uint64_t bytes, gpu::SignalId tail);
+  // lands after the data); dst's `tail` grows by `bytes` when they are in its memory. To itself
+  // (src == dst) only the tail moves. The step the issuing warp group takes next.
+  gpu::Step put(int src, int dst, uint64_t bytes, gpu::SignalId tail);
   // A head atomic (8 bytes) from src into dst's `head`: over RDMA, or local when src == dst.
   void head_amo(int src, int dst, gpu::SignalId head);
   void chunk_forwarded(int q, int c, size_t chunk);
