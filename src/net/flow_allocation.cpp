@@ -290,7 +290,7 @@ void FlowNetwork::reallocate_provisional(int64_t now) {
     w.comp_cls.push_back(e.second);
     for (uint32_t k = 0; k < c.load_count; ++k) {
       const uint32_t q = c.loads[k].resource;
-      shift_load(q, -c.rate * c.loads[k].per_byte, now);
+      shift_load(q, -class_weight(c) * c.rate * c.loads[k].per_byte, now);
       if (w.seen_res[q]) continue;
       w.seen_res[q] = 1;
       w.comp_res.push_back(q);
@@ -305,7 +305,7 @@ void FlowNetwork::reallocate_provisional(int64_t now) {
   for (size_t i = 0; i < w.comp_cls.size(); ++i) {
     const uint32_t slot = w.comp_cls[i];
     FlowClass& c = classes_[slot];
-    for (uint32_t k = 0; k < c.load_count; ++k) shift_load(c.loads[k].resource, w.rate[i] * c.loads[k].per_byte, now);
+    for (uint32_t k = 0; k < c.load_count; ++k) shift_load(c.loads[k].resource, class_weight(c) * w.rate[i] * c.loads[k].per_byte, now);
     if (w.rate[i] == c.rate) continue;
     c.served_base = served_at(c, now);
     c.since_ps = now;

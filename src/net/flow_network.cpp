@@ -282,7 +282,7 @@ void FlowNetwork::drop_class(uint32_t slot) {
   for (uint32_t k = 0; k < c.load_count; ++k) std::erase(res_classes_[c.loads[k].resource], slot);
   // Between full allocations the others keep their rates: the drained load leaves at once.
   if (cfg_.flow_realloc_interval.ps() > 0) {
-    for (uint32_t k = 0; k < c.load_count; ++k) shift_load(c.loads[k].resource, -c.rate * c.loads[k].per_byte, sim_.now().ps());
+    for (uint32_t k = 0; k < c.load_count; ++k) shift_load(c.loads[k].resource, -class_weight(c) * c.rate * c.loads[k].per_byte, sim_.now().ps());
   }
   touch(c);
   c.live = false;

@@ -11,6 +11,7 @@
 #include "systems/deepep/deepep_internode_plan.h"
 #include "systems/deepep/deepep_plan.h"
 #include "sanitizer_skip.h"
+#include "sim/error.h"
 #include "systems/system_run.h"
 
 namespace moehub {
@@ -298,6 +299,19 @@ TEST(DeepEpInternode, ASlowNicBoundsTheDispatchByItsBusiestRail) {
   EXPECT_GT(worst, 20e-6);  // the bound is the wire time, not latency
   EXPECT_GE(span, worst);
   EXPECT_LE(span, (worst + last_packet / bw) * 1.02 + 5e-6);
+}
+
+TEST(DeepEpInternode, RingsThatCouldDeadlockAreRefusedBeforeTheyRun) {
+  // Combine on 2 nodes: 26 slots give each node 13, less than the 12-token RDMA chunk plus the
+  // 4-token NVLink chunk less one (and than DeepEP's 12 forwarder warps per node plus 4);
+  // 27 is not a multiple of the node count; a dispatch ring under two NVLink chunks (36).
+  for (const char* bad : {"systems.deepep.internode_combine_nvl_ring_tokens=26",
+                          "systems.deepep.internode_combine_nvl_ring_tokens=27",
+                          "systems.deepep.internode_dispatch_nvl_ring_tokens=71"}) {
+    EXPECT_THROW(SystemRun("deepep", two_nodes({bad}), false).run(), UserError) << bad;
+  }
+  SystemRun ok("deepep", two_nodes({"systems.deepep.internode_combine_nvl_ring_tokens=34"}), false);
+  EXPECT_NO_THROW(ok.run());  // 17 per node: above 12 + 4 - 1
 }
 
 }  // namespace

@@ -82,8 +82,40 @@ DeepEpInternodeParams DeepEpInternodeParams::from(const Config& c) {
     if (r.nvl_chunk >= r.nvl_ring) throw UserError(k + "nvl_chunk_tokens", "must be below the NVLink ring size");
     if (2 * r.rdma_chunk > r.rdma_ring) throw UserError(k + "rdma_chunk_tokens", "must be at most half the RDMA ring size");
   }
+  // The model's own bound (stricter than config.hpp's): its dispatch forwarder restarts a batch at
+  // each RDMA chunk boundary while the receiver returns heads per whole NVLink chunk, so a ring
+  // under two chunks could wait on a chunk that is never completed.
+  if (p.d.nvl_ring < 2 * p.d.nvl_chunk) {
+    throw UserError("systems.deepep.internode_dispatch_nvl_ring_tokens", "must be at least twice the NVLink chunk");
+  }
   return p;
 }
+
+namespace {
+
+// DeepEP's host checks of the combine's NVLink ring against the node count (internode.cu:2333-2339
+// and deep_ep.cpp:1266-1267 at 2be0d4f8), and the model's own deadlock-free bound: a forwarder
+// gathers up to one RDMA chunk from a source before it returns a head, so each node's share of the
+// ring must hold that chunk and one NVLink chunk less a token.
+void check_combine_ring(const InternodeRing& c, int64_t forwarder_warps, int64_t nodes, int64_t per_forwarder) {
+  const std::string ring = "systems.deepep.internode_combine_nvl_ring_tokens";
+  const std::string with = " with " + std::to_string(nodes) + " nodes";
+  if (nodes > forwarder_warps) {
+    throw UserError("systems.deepep.internode_combine_forwarder_warps", "must be at least the node count" + with);
+  }
+  if (c.nvl_ring % nodes != 0) throw UserError(ring, "must be a multiple of the node count" + with);
+  const int64_t share = c.nvl_ring / nodes;
+  if (share <= std::max(c.rdma_chunk, c.nvl_chunk) || share < per_forwarder + c.nvl_chunk ||
+      share + 1 < c.rdma_chunk + c.nvl_chunk) {
+    throw UserError(ring, "each node's share (" + std::to_string(share) +
+                              " tokens) must exceed the RDMA and NVLink chunks and hold both less one token" + with);
+  }
+  if (c.rdma_chunk < per_forwarder) {
+    throw UserError("systems.deepep.internode_combine_rdma_chunk_tokens", "must be at least the warps per forwarder" + with);
+  }
+}
+
+}  // namespace
 
 InternodeKernelConfig DeepEpInternode::config(const DeepEpInternodeParams& p, uint32_t num_sms, int nodes) {
   InternodeKernelConfig k;
@@ -96,7 +128,9 @@ InternodeKernelConfig DeepEpInternode::config(const DeepEpInternodeParams& p, ui
   // R x max(kNumCombineForwarderWarps / R, 1) forwarder warps and a coordinator.
   k.dispatch_threads = (p.dispatch_sender_warps + 1 + kNumMaxNvlPeers) * 32;
   const uint32_t r = static_cast<uint32_t>(nodes);
-  k.combine_threads = (r * std::max<uint32_t>(p.combine_forwarder_warps / r, 1) + 1) * 32;
+  const uint32_t per_forwarder = std::max<uint32_t>(p.combine_forwarder_warps / r, 1);
+  check_combine_ring(p.c, p.combine_forwarder_warps, r, per_forwarder);  // before any launch
+  k.combine_threads = (r * per_forwarder + 1) * 32;
   return k;
 }
 

@@ -40,7 +40,8 @@ enum class SoftwareSignal : uint8_t {
   HubTileFlags,
   // As SourceCounts, and besides a routing block (a channel) releases its rows to a GPU every
   // `signal_chunk_rows` rows with a tail store after a fence; a GEMM1 block polls its tile until
-  // every row in it is behind a landed tail (DeepEP's intranode dispatch, docs/hub/ablation.md 13).
+  // every row in it is behind a landed tail, or until every source's count is in, whichever is
+  // first (DeepEP's intranode dispatch, docs/hub/ablation.md 13).
   SourceChunks,
 };
 
@@ -169,7 +170,7 @@ class MoeHubSystemImpl final : public MoeSystem, public HubListener {
   void prepare_gpu(int g);
   void on_gemm1_signal(int g, const DamSignal& s);
   // SoftwareSignal::SourceCounts (moehub_system.cpp): whether it applies, the producer's fence
-  // before its count stores, and a GEMM1 block's wait for source `src`'s count.
+  // before its count stores, and a GEMM1 block's wait for every source's count (one poll).
   bool source_counts() const { return !v_.dam && p_.software_signal == SoftwareSignal::SourceCounts; }
   // Counts and combine flags after fences (SourceCounts and SourceChunks); the chunks' tails.
   bool software_counts() const { return !v_.dam && p_.software_signal != SoftwareSignal::HubTileFlags; }
