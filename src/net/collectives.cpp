@@ -44,6 +44,14 @@ bool nccl_pair_uses_ll(const NcclConfig& cfg, uint64_t bytes, int channels) {
   return bytes <= static_cast<uint64_t>(channels) * cfg.ll_threshold_bytes;
 }
 
+int nccl_pxn_relay(const NetConfig& net, const NcclConfig& cfg, int src, int dst) {
+  if (!cfg.pxn || !net.scale_out()) return src;
+  const int per_node = net.gpus_per_node;
+  if (src / per_node == dst / per_node) return src;
+  // Rail r is the GPU with local index r on every node (FabricTopology::rail_of).
+  return src / per_node * per_node + dst % per_node;
+}
+
 AllToAll::AllToAll(Network& net, Simulator& sim, const NcclConfig& config) : net_(net), sim_(sim), cfg_(config) {
   if (cfg_.chunk_bytes == 0 || cfg_.steps < 1 || cfg_.channels_per_peer < 1) {
     throw std::logic_error("AllToAll: chunk, steps and channels must be positive");
@@ -84,7 +92,7 @@ void AllToAll::add_pair(int src, int dst, uint64_t total) {
   const uint64_t per = (total + static_cast<uint64_t>(channels) - 1) / static_cast<uint64_t>(channels);
   const uint64_t share = (per + packet - 1) / packet * packet;
   for (uint64_t off = 0; off < total; off += share) {
-    conns_.push_back(Connection{src, dst, std::min(share, total - off), 0, ll});
+    conns_.push_back(Connection{src, dst, std::min(share, total - off), 0, ll, nccl_pxn_relay(net_.config(), cfg_, src, dst)});
     outstanding_bytes_ += conns_.back().left;
   }
 }
@@ -129,7 +137,15 @@ void AllToAll::issue(size_t c) {
     conn.left -= chunk;
     ++conn.in_flight;
     const uint64_t wire = conn.ll ? chunk * kLLWireFactor : chunk;
-    net_.transfer(conn.src, conn.dst, wire, priority_, [this, c, chunk] { chunk_delivered(c, chunk); });
+    if (conn.relay == conn.src) {
+      net_.transfer(conn.src, conn.dst, wire, priority_, [this, c, chunk] { chunk_delivered(c, chunk); });
+      continue;
+    }
+    // PXN: the chunk lands in the relay's FIFO slot over NVLink; the relay's proxy then posts
+    // it to its NIC. The sender's slot returns only after the final delivery.
+    net_.transfer(conn.src, conn.relay, wire, priority_, [this, c, chunk, wire] {
+      net_.transfer(conns_[c].relay, conns_[c].dst, wire, priority_, [this, c, chunk] { chunk_delivered(c, chunk); });
+    });
   }
 }
 

@@ -7,6 +7,9 @@
 //    receiver's head update has crossed back to the sender; the self copy stays off the fabric.
 //    A pair small enough for NCCL's LL protocol sends 16-byte lines of 8 data bytes and a flag:
 //    twice its bytes on the wire, in one step (no slot to wait for).
+//    Across nodes with PXN (the NCCL default) a pair whose GPUs sit on different rails goes
+//    first over NVLink to the sender node's GPU on the receiver's rail, whose NIC sends it on:
+//    each chunk is forwarded once it has landed there (nccl_pxn_relay).
 //  - one-sided puts issued by a thread block: stores of at most max_payload bytes, complete
 //    when every store is acknowledged (put + quiet).
 
@@ -26,6 +29,7 @@ struct NcclConfig {
   int steps = 8;
   int channels_per_peer = 4;
   uint64_t ll_threshold_bytes = 16 * 1024;  // LL while a pair's bytes <= channels x this
+  bool pxn = false;                         // across nodes: relay through the receiver's rail (PXN)
   static NcclConfig from(const Config& config);
 };
 
@@ -39,6 +43,12 @@ std::vector<int> nccl_p2p_deltas(int n);
 int nccl_pair_channels(const NcclConfig& cfg, uint64_t bytes);
 // Whether NCCL sends a pair's `bytes` over `channels` connections with LL (enqueue.cc:932).
 bool nccl_pair_uses_ll(const NcclConfig& cfg, uint64_t bytes, int channels);
+
+// The GPU through whose NIC NCCL sends src's data to dst (NVIDIA/nccl 5067397c
+// src/graph/search.cc:1454-1471, P2P_PXN_LEVEL 2, and transport/net.cc:310, 358: the sender
+// uses the NIC of its node's GPU with the receiver's local index, the receiver its own NIC):
+// that GPU, or src itself inside a node, on the same rail, or without PXN.
+int nccl_pxn_relay(const NetConfig& net, const NcclConfig& cfg, int src, int dst);
 
 class AllToAll {
  public:
@@ -66,6 +76,7 @@ class AllToAll {
     uint64_t left = 0;  // bytes not yet handed to the network
     int in_flight = 0;
     bool ll = false;  // LL protocol: every data byte costs kLLWireFactor bytes on the wire
+    int relay = 0;    // nccl_pxn_relay: src, or the GPU whose NIC sends this connection's chunks
   };
   void begin(int priority, Callback on_complete);
   void add_pair(int src, int dst, uint64_t total);  // its connections, channel by channel

@@ -123,6 +123,9 @@ ParamTable<NcclConfig> nccl_table() {
   t.bytes("net.nccl_p2p_ll_threshold", &NcclConfig::ll_threshold_bytes,
           "NCCL p2p: a pair's send uses LL while its bytes <= channels x this (NCCL_P2P_LL_THRESHOLD)")
       .at_most(kMaxBufferBytes);
+  t.boolean("net.nccl_pxn", &NcclConfig::pxn,
+            "NCCL p2p across nodes: a pair on different rails goes over NVLink to the sender node's GPU on the "
+            "receiver's rail and out of its NIC (PXN)");
   return t;
 }
 

@@ -6,6 +6,7 @@
 #include <set>
 #include <vector>
 
+#include "net/collectives.h"
 #include "net/fabric_topology.h"
 #include "net/flow_network.h"
 #include "net/net_test_util.h"
@@ -122,6 +123,45 @@ TEST(Fabric, OversubscribedUplinksShareTheSpineLinks) {
     EXPECT_NEAR(r[static_cast<size_t>(i)], 50e9 / n * 1048576 / 1055232, 1e-3) << "flow " << i;
   }
   sim.run();
+}
+
+TEST(Fabric, NcclPxnRelayIsTheSenderNodesGpuOnTheReceiversRail) {
+  const NetConfig c = test::cluster_like(8, 4);  // nodes {0-3} and {4-7}
+  NcclConfig pxn;
+  pxn.pxn = true;
+  EXPECT_EQ(nccl_pxn_relay(c, pxn, 1, 6), 2);  // rail 2 of node 0
+  EXPECT_EQ(nccl_pxn_relay(c, pxn, 6, 1), 5);  // rail 1 of node 1
+  EXPECT_EQ(nccl_pxn_relay(c, pxn, 1, 5), 1);  // same rail: its own NIC
+  EXPECT_EQ(nccl_pxn_relay(c, pxn, 1, 2), 1);  // same node: NVLink only
+  EXPECT_EQ(nccl_pxn_relay(c, NcclConfig{}, 1, 6), 1);
+  EXPECT_EQ(nccl_pxn_relay(test::cluster_like(4, 4), pxn, 1, 2), 1);  // one node, no fabric
+}
+
+// One 1 MiB chunk from GPU 0 (rail 0) to GPU 3 (node 1, rail 1) on one channel.
+Time pxn_pair_time(bool pxn, uint64_t* rdma_messages) {
+  Simulator sim;
+  FlowNetwork net(test::cluster_like(4, 2), sim);
+  NcclConfig cfg;
+  cfg.chunk_bytes = 1 << 20;
+  cfg.channels_per_peer = 1;
+  cfg.pxn = pxn;
+  AllToAll a2a(net, sim, cfg);
+  a2a.start_pair(0, 3, 1 << 20, 0, [] {});
+  sim.run();
+  *rdma_messages = net.stats()["rdma_messages"];
+  return a2a.finish_time();
+}
+
+TEST(Fabric, NcclPxnForwardsTheChunkOverNvlinkThenStaysOnTheRailsLeaf) {
+  uint64_t messages = 0;
+  // Without PXN: GPU 0's own NIC, across the spine (Fabric.CrossRail... above).
+  EXPECT_NEAR(static_cast<double>(pxn_pair_time(false, &messages).ps()),
+              kMiBAtNicPs + kLastPacketPs + 1200000 + 200000 + 450000, 1.0);
+  EXPECT_EQ(messages, 1u);
+  // With PXN: NVLink 0 -> 1 (Fabric.InsideANode...), then GPU 1's NIC to GPU 3 on rail 1's leaf.
+  EXPECT_NEAR(static_cast<double>(pxn_pair_time(true, &messages).ps()),
+              5898240 + 2880 + 600000 + kMiBAtNicPs + kLastPacketPs + 1200000 + 100000 + 150000, 1.0);
+  EXPECT_EQ(messages, 1u);
 }
 
 TEST(Fabric, RefusesWhatItCannotBuild) {
