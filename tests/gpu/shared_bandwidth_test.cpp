@@ -13,6 +13,18 @@ namespace {
 // 1e9 B/s: one byte per nanosecond, so shares are easy to follow by hand.
 constexpr uint64_t kRate = 1000000000;
 
+// A fixed pseudo-random sequence for the property tests (xorshift64).
+struct XorShift {
+  uint64_t x;
+  explicit XorShift(uint64_t seed) : x(seed * 0x9E3779B97F4A7C15ULL) {}
+  uint64_t operator()() {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  }
+};
+
 TEST(SharedBandwidth, LoneRequestTakesItsTransferTime) {
   Simulator sim;
   SharedBandwidth mem(sim, Bandwidth::bytes_per_second(3));
@@ -122,13 +134,7 @@ TEST(SharedBandwidth, UnwatchedDeparturesMatchEventDrivenOnes) {
     for (int lazy = 0; lazy < 2; ++lazy) {
       Simulator sim;
       SharedBandwidth mem(sim, Bandwidth::bytes_per_second(3350000000000ULL));
-      uint64_t x = seed * 0x9E3779B97F4A7C15ULL;
-      auto next = [&x] {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        return x;
-      };
+      XorShift next{seed};
       for (int i = 0; i < 300; ++i) {
         const Time at = Time::from_ps(static_cast<int64_t>(next() % 200000));
         const bool watched = next() % 4 == 0;
@@ -182,13 +188,7 @@ TEST(SharedBandwidth, TrackedLoadsMatchRequestedOnes) {
     for (int tracked = 0; tracked < 2; ++tracked) {
       Simulator sim;
       SharedBandwidth mem(sim, Bandwidth::bytes_per_second(3350000000000ULL));
-      uint64_t x = seed * 0x9E3779B97F4A7C15ULL;
-      auto next = [&x] {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        return x;
-      };
+      XorShift next{seed};
       std::vector<SharedBandwidth::Ticket> tickets(300);
       std::vector<int> joins(300, 2);
       for (size_t i = 0; i < 300; ++i) {

@@ -71,26 +71,6 @@ TEST(Wait, HardwareModeWaitersDoNot) {
   EXPECT_EQ(o.poll_loads_avoided, 264u * 57u);
 }
 
-TEST(Wait, PollsCostMemoryTrafficAndSleepStretchesTheInterval) {
-  GpuConfig cfg = h800();
-  cfg.poll_sleep = Time::from_ns(100);  // poll every 250 ns
-  Simulator sim;
-  Gpu gpu(sim, cfg);
-  const SignalId flag = gpu.create_signal("flag");
-  KernelSpec k;
-  k.name = "poller";
-  k.blocks = 1;
-  k.program = std::make_shared<StepListProgram>(std::vector<Step>{Step::wait(flag, 2, WaitMode::Poll)});
-  const KernelId id = gpu.create_stream("s").launch(std::move(k));
-  sim.schedule_at(Time::from_us(2), [&] { gpu.signal_add(flag, 1); });
-  sim.schedule_at(Time::from_us(3), [&] { gpu.signal_add(flag, 1); });
-  sim.run();
-  // Polls complete at 1.5 + 0.15 + 0.25 j us; the first at or after 3 us is j = 6: 3.15 us.
-  EXPECT_EQ(gpu.kernel_times(id).ended->ps(), 3150000);
-  EXPECT_EQ(gpu.counters().polls, uint64_t{7});
-  EXPECT_EQ(gpu.memory().bytes_served(), 7u * 32u);
-}
-
 // gpu.poll_model: one block polls `flag` >= 2; the flag gets +1 at each of `adds` (us).
 struct PollRun {
   int64_t end_ps;
@@ -114,6 +94,15 @@ PollRun one_poller(GpuConfig::PollModel model, Time sleep, std::vector<int64_t> 
   sim.run();
   return {gpu.kernel_times(id).ended->ps(), gpu.counters().polls, gpu.memory().bytes_served(),
           gpu.memory().stats()["requests"].get<uint64_t>()};
+}
+
+TEST(Wait, PollsCostMemoryTrafficAndSleepStretchesTheInterval) {
+  // Poll every 250 ns: polls complete at 1.5 + 0.15 + 0.25 j us; the flag reaches 2 at 3 us and
+  // the first completion at or after it is j = 6: 3.15 us.
+  const PollRun r = one_poller(GpuConfig::PollModel::Each, Time::from_ns(100), {2000, 3000});
+  EXPECT_EQ(r.end_ps, 3150000);
+  EXPECT_EQ(r.polls, uint64_t{7});
+  EXPECT_EQ(r.bytes, 7u * 32u);
 }
 
 TEST(Wait, ParkedPollerWakesInTheFlightOfThePollThatSeesTheFlag) {
