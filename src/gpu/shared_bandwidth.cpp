@@ -95,10 +95,18 @@ SharedBandwidth::Ticket SharedBandwidth::consume_tracked(uint64_t bytes) {
 }
 
 bool SharedBandwidth::served_by_now(const Ticket& ticket) const {
+  if (ticket.finish <= virtual_) return true;
   Time t = updated_;
   Picobytes v = virtual_;
   size_t n = heap_.size() + unwatched_.size() - unwatched_head_;
   size_t i = unwatched_head_;
+  // Nothing arrived since updated_ (an arrival advances the service), so at most n requests
+  // shared it, and each of the at most (unwatched + 1) steps advance() would take rounds down by
+  // under a picobyte: the service by now is at least C x span / n - steps. If that covers the
+  // ticket, the exact steps below would too (compared by multiplying, without a division).
+  const Picobytes steps = static_cast<Picobytes>(unwatched_.size() - unwatched_head_ + 1);
+  const Picobytes span = static_cast<Picobytes>((sim_.now() - t).ps());
+  if ((ticket.finish - v + steps) * n <= static_cast<Picobytes>(capacity_.bytes_per_second()) * span) return true;
   // The same steps as advance(): through each unwatched departure up to now, then to now.
   while (ticket.finish > v && i < unwatched_.size()) {
     const Time at = departure(t, v, unwatched_[i], n);
