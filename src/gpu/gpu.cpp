@@ -294,7 +294,7 @@ Gpu::Signal& Gpu::signal(SignalId id) {
 }
 
 SignalId Gpu::create_signal(std::string name, int64_t initial) {
-  signals_.push_back(Signal{std::move(name), initial, {}});
+  signals_.push_back(Signal{std::move(name), initial, {}, {}});
   return static_cast<SignalId>(signals_.size() - 1);
 }
 
@@ -319,6 +319,13 @@ void Gpu::signal_add(SignalId id, int64_t delta) {
     s.waiters.pop_back();
     unpark(kernel(w.kernel), w.state, w.since);
     released = true;
+  }
+  const auto poll_cmp = [](const PollWaiter& a, const PollWaiter& b) { return a.after(b); };
+  while (!s.pollers.empty() && s.pollers.front().threshold <= s.value) {
+    std::pop_heap(s.pollers.begin(), s.pollers.end(), poll_cmp);
+    const PollWaiter w = s.pollers.back();
+    s.pollers.pop_back();
+    wake_poller(w);
   }
   if (released) dispatch_all();
 }

@@ -125,10 +125,19 @@ class Gpu {
     Time since;  // when it parked
     bool after(const HardwareWaiter& o) const { return threshold != o.threshold ? threshold > o.threshold : seq > o.seq; }
   };
+  // A block in a poll-mode wait that saw its flag low at `since` (gpu.poll_model = parked).
+  struct PollWaiter {
+    int64_t threshold;
+    uint64_t seq;
+    Block* block;
+    Time since;
+    bool after(const PollWaiter& o) const { return threshold != o.threshold ? threshold > o.threshold : seq > o.seq; }
+  };
   struct Signal {
     std::string name;
     int64_t value = 0;
     std::vector<HardwareWaiter> waiters;  // min-heap on (threshold, seq)
+    std::vector<PollWaiter> pollers;      // min-heap on (threshold, seq)
   };
 
   // Called by Stream.
@@ -157,7 +166,10 @@ class Gpu {
   void join(Block* b);
   void start_poll(Block* b, const Step& s);
   void poll_once(Block* b);
-  void poll_done(Block* b);
+  void poll_latency_done(Block* b);
+  void poll_check(Block* b);
+  void park_poller(Block* b);
+  void wake_poller(const PollWaiter& w);
   void issue_store(Block* b, const Step& s);
   void offer_store(Block* b);
   void issue_load(Block* b, const Step& s);

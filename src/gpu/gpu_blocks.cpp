@@ -1,5 +1,6 @@
 // Gpu: what a resident thread block does, step by step.
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <stdexcept>
 
@@ -78,24 +79,69 @@ void Gpu::start_poll(Block* b, const Step& s) {
 
 // One poll is a load: it returns after the L2 round trip and after its bytes have passed
 // through the shared memory system, whichever is later; it sees the value at that moment.
+// The bytes nearly always pass first, so the load is tracked without an event of its own and
+// watched only if it is still in flight when the latency has elapsed (the same service and
+// completion instant as a watched request; docs/performance/gpu-model.md).
 void Gpu::poll_once(Block* b) {
   ++n_.polls;
-  b->joins = 2;
-  sim_.schedule_in(cfg_.poll_latency, [this, b] { poll_done(b); });
-  memory_.request(cfg_.poll_bytes, [this, b] { poll_done(b); });
+  b->poll_load = memory_.consume_tracked(cfg_.poll_bytes);
+  sim_.schedule_in(cfg_.poll_latency, [this, b] { poll_latency_done(b); });
 }
 
-void Gpu::poll_done(Block* b) {
-  if (--b->joins > 0) return;
+void Gpu::poll_latency_done(Block* b) {
+  if (memory_.served_by_now(b->poll_load)) {
+    poll_check(b);
+  } else {
+    memory_.watch(b->poll_load, [this, b] { poll_check(b); });
+  }
+}
+
+// The poll that just completed sees the flag's value now.
+void Gpu::poll_check(Block* b) {
   if (signal(b->step.signal).value >= b->step.value) {
     if (trace_) b->kernel->poll_spans[static_cast<uint32_t>(b->state.sm) / cfg_.trace_sm_group].end(sim_.now());
     run_block(b);
     return;
   }
-  if (cfg_.poll_sleep > Time::zero()) {
+  if (cfg_.poll_model == GpuConfig::PollModel::Parked) {
+    park_poller(b);
+  } else if (cfg_.poll_sleep > Time::zero()) {
     sim_.schedule_in(cfg_.poll_sleep, [this, b] { poll_once(b); });
   } else {
     poll_once(b);
+  }
+}
+
+// gpu.poll_model = parked: the block stays resident (it holds its slot) but issues no loads
+// until a signal_add brings the flag to its value; wake_poller then finds the poll that sees it.
+void Gpu::park_poller(Block* b) {
+  Signal& s = signal(b->step.signal);
+  s.pollers.push_back(PollWaiter{b->step.value, waiter_seq_++, b, sim_.now()});
+  std::push_heap(s.pollers.begin(), s.pollers.end(), [](const PollWaiter& x, const PollWaiter& y) { return x.after(y); });
+}
+
+// Parked at `since` (a poll completed there), the block would have issued its k-th poll at
+// since + (k-1) P + sleep and seen the flag at since + k P (P = poll_latency + poll_sleep; a
+// poll is assumed to end after its latency, not after its bytes: the reduction). The first
+// poll completing at or after now sees the flag. If that poll would not yet have been issued
+// (now falls in a sleep), it is issued for real when due; otherwise the block continues at its
+// completion. The loads issued in between go to the memory model as one unwatched write now.
+void Gpu::wake_poller(const PollWaiter& w) {
+  const Time now = sim_.now();
+  const int64_t period = (cfg_.poll_latency + cfg_.poll_sleep).ps();
+  const int64_t k = std::max<int64_t>(1, ((now - w.since).ps() + period - 1) / period);
+  const Time issue = w.since + Time::from_ps(period * (k - 1)) + cfg_.poll_sleep;
+  const bool issue_for_real = issue >= now;
+  const auto skipped = static_cast<uint64_t>(issue_for_real ? k - 1 : k);
+  if (skipped > 0) {
+    n_.polls += skipped;
+    memory_.consume(skipped * cfg_.poll_bytes, skipped);
+  }
+  Block* b = w.block;
+  if (issue_for_real) {
+    sim_.schedule_at(issue, [this, b] { poll_once(b); });
+  } else {
+    sim_.schedule_at(w.since + Time::from_ps(period * k), [this, b] { poll_check(b); });
   }
 }
 

@@ -64,6 +64,11 @@ void add_sm_and_latency_params(ParamTable<GpuConfig>& t) {
       .positive();
   t.time("gpu.poll_sleep", &GpuConfig::poll_sleep, "Sleep between polls (__nanosleep)");
   t.bytes("gpu.poll_bytes", &GpuConfig::poll_bytes, "Memory traffic of one poll").positive();
+  t.choice("gpu.poll_model", &GpuConfig::poll_model,
+           std::vector<std::pair<std::string, GpuConfig::PollModel>>{{"each", GpuConfig::PollModel::Each},
+                                                                     {"parked", GpuConfig::PollModel::Parked}},
+           "Polling waits: each flag load through the memory model (exact), or parked on the signal until the poll "
+           "that sees it, the loads between charged in one write (a stated reduction)");
 
   t.integer("gpu.trace_sm_group", &GpuConfig::trace_sm_group, "SMs per timeline track (presentation only)")
       .at_least(1)

@@ -54,6 +54,11 @@ struct GpuConfig {
   Time dram_latency;  // load-to-use of a dependent read that misses L2
   Time poll_sleep;
   uint64_t poll_bytes = 0;
+  // Each: every flag load is a load through the memory model. Parked: a poller that saw its
+  // flag low waits on the signal and wakes at the poll that would have seen it, the loads in
+  // between charged to memory in one write at the wake (a stated reduction, docs/gpu.md).
+  enum class PollModel : uint8_t { Each, Parked };
+  PollModel poll_model = PollModel::Each;
 
   uint32_t trace_sm_group = 1;
 

@@ -58,7 +58,8 @@ struct Gpu::Block {
   Kernel* kernel = nullptr;
   BlockState state;
   Step step;          // the wait or store in progress
-  uint8_t joins = 0;  // outstanding halves of a ComputeMemory step or a poll
+  uint8_t joins = 0;  // outstanding halves of a ComputeMemory step
+  SharedBandwidth::Ticket poll_load;  // the flag load in flight
 };
 
 }  // namespace moehub::gpu

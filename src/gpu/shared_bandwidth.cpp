@@ -75,15 +75,62 @@ void SharedBandwidth::request(uint64_t bytes, Callback done) {
   reschedule();
 }
 
-void SharedBandwidth::consume(uint64_t bytes) {
+void SharedBandwidth::consume(uint64_t bytes, uint64_t requests) {
   advance();
-  ++requests_;
+  requests_ += requests;
   bytes_ += bytes;
   if (bytes == 0) return;
   const Picobytes finish = virtual_ + static_cast<Picobytes>(bytes) * kPicobytesPerByte;
   // Equal sizes arrive in finish order: the insertion is an append in the common case.
   unwatched_.insert(std::upper_bound(unwatched_.begin() + static_cast<std::ptrdiff_t>(unwatched_head_), unwatched_.end(), finish),
                     finish);
+  reschedule();
+}
+
+SharedBandwidth::Ticket SharedBandwidth::consume_tracked(uint64_t bytes) {
+  consume(bytes);  // advances virtual time to now, then adds the bytes
+  // request() numbers only requests that take time.
+  const uint64_t seq = bytes == 0 ? seq_ : seq_++;
+  return Ticket{virtual_ + static_cast<Picobytes>(bytes) * kPicobytesPerByte, seq};
+}
+
+bool SharedBandwidth::served_by_now(const Ticket& ticket) const {
+  if (ticket.finish <= virtual_) return true;
+  Time t = updated_;
+  Picobytes v = virtual_;
+  size_t n = heap_.size() + unwatched_.size() - unwatched_head_;
+  size_t i = unwatched_head_;
+  // Nothing arrived since updated_ (an arrival advances the service), so at most n requests
+  // shared it, and each of the at most (unwatched + 1) steps advance() would take rounds down by
+  // under a picobyte: the service by now is at least C x span / n - steps. If that covers the
+  // ticket, the exact steps below would too (compared by multiplying, without a division).
+  const Picobytes steps = static_cast<Picobytes>(unwatched_.size() - unwatched_head_ + 1);
+  const Picobytes span = static_cast<Picobytes>((sim_.now() - t).ps());
+  if ((ticket.finish - v + steps) * n <= static_cast<Picobytes>(capacity_.bytes_per_second()) * span) return true;
+  // The same steps as advance(): through each unwatched departure up to now, then to now.
+  while (ticket.finish > v && i < unwatched_.size()) {
+    const Time at = departure(t, v, unwatched_[i], n);
+    if (at > sim_.now()) break;
+    v += served(at - t, n);
+    const size_t j = first_unserved(i, v);
+    n -= j - i;
+    i = j;
+    t = at;
+  }
+  if (ticket.finish > v && n > 0) v += served(sim_.now() - t, n);
+  return ticket.finish <= v;
+}
+
+// No advance(): stepping the service here would round differently from request()'s schedule.
+// Moving the bytes from unwatched to watched changes neither n nor anyone's finish.
+void SharedBandwidth::watch(const Ticket& ticket, Callback done) {
+  const auto first = unwatched_.begin() + static_cast<std::ptrdiff_t>(unwatched_head_);
+  const auto it = std::lower_bound(first, unwatched_.end(), ticket.finish);
+  if (it == unwatched_.end() || *it != ticket.finish) throw std::logic_error("SharedBandwidth::watch: ticket already served");
+  unwatched_.erase(it);
+  const auto cmp = [](const Pending& a, const Pending& b) { return a.after(b); };
+  heap_.push_back(Pending{ticket.finish, ticket.seq, callbacks_.put(std::move(done))});
+  std::push_heap(heap_.begin(), heap_.end(), cmp);
   reschedule();
 }
 

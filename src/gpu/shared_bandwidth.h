@@ -31,7 +31,25 @@ class SharedBandwidth {
   // The same traffic with nobody waiting for it (a write landing from the network). Its
   // departure changes everyone's share at the same instant as a request's would, but it is
   // accounted when time next advances rather than by an event of its own.
-  void consume(uint64_t bytes);
+  // `requests`: how many requests these bytes stand for in the statistics (a parked poller's
+  // skipped flag loads, charged at once).
+  void consume(uint64_t bytes, uint64_t requests = 1);
+
+  // A request that starts unwatched and may be watched later (a flag load: whoever issued it
+  // first waits for its latency, and only if its bytes are still in flight then waits for
+  // them). It costs no event while unwatched, and the service is the same as request()'s: the
+  // ticket keeps the arrival's sequence number for ties among watched departures.
+  struct Ticket {
+    unsigned __int128 finish = 0;
+    uint64_t seq = 0;
+  };
+  Ticket consume_tracked(uint64_t bytes);
+  // Whether the ticket's bytes have been served by now; changes no state (stepping the
+  // service at an instant where nothing arrives or departs would round differently).
+  bool served_by_now(const Ticket& t) const;
+  // Watches a ticket not yet served: `done` runs at its departure, as if request() had been
+  // called at its arrival.
+  void watch(const Ticket& t, Callback done);
 
   Bandwidth capacity() const { return capacity_; }
   uint64_t bytes_served() const { return bytes_; }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace moehub::gpu {
@@ -11,6 +12,18 @@ namespace {
 
 // 1e9 B/s: one byte per nanosecond, so shares are easy to follow by hand.
 constexpr uint64_t kRate = 1000000000;
+
+// A fixed pseudo-random sequence for the property tests (xorshift64).
+struct XorShift {
+  uint64_t x;
+  explicit XorShift(uint64_t seed) : x(seed * 0x9E3779B97F4A7C15ULL) {}
+  uint64_t operator()() {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  }
+};
 
 TEST(SharedBandwidth, LoneRequestTakesItsTransferTime) {
   Simulator sim;
@@ -121,13 +134,7 @@ TEST(SharedBandwidth, UnwatchedDeparturesMatchEventDrivenOnes) {
     for (int lazy = 0; lazy < 2; ++lazy) {
       Simulator sim;
       SharedBandwidth mem(sim, Bandwidth::bytes_per_second(3350000000000ULL));
-      uint64_t x = seed * 0x9E3779B97F4A7C15ULL;
-      auto next = [&x] {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        return x;
-      };
+      XorShift next{seed};
       for (int i = 0; i < 300; ++i) {
         const Time at = Time::from_ps(static_cast<int64_t>(next() % 200000));
         const bool watched = next() % 4 == 0;
@@ -147,6 +154,74 @@ TEST(SharedBandwidth, UnwatchedDeparturesMatchEventDrivenOnes) {
     }
     EXPECT_EQ(times[0], times[1]) << "seed " << seed;
     EXPECT_EQ(busy[0], busy[1]) << "seed " << seed;
+  }
+}
+
+TEST(SharedBandwidth, TrackedRequestIsServedWithoutAnEventAndMayBeWatchedLater) {
+  // A 1000 B request and a tracked 32 B one arrive together at 1 B/ns: each gets 0.5 B/ns, so
+  // the 32 B are served at 64 ns and the 1000 B at 1032 ns (all bytes at 1 B/ns).
+  Simulator sim;
+  SharedBandwidth mem(sim, Bandwidth::bytes_per_second(kRate));
+  Time big, small;
+  mem.request(1000, [&] { big = sim.now(); });
+  const SharedBandwidth::Ticket t = mem.consume_tracked(32);
+  std::vector<bool> seen;
+  sim.schedule_at(Time::from_ns(40), [&] {
+    seen.push_back(mem.served_by_now(t));
+    mem.watch(t, [&] { small = sim.now(); });
+  });
+  sim.schedule_at(Time::from_ps(63999), [&] { seen.push_back(mem.served_by_now(t)); });
+  sim.schedule_at(Time::from_ns(64), [&] { seen.push_back(mem.served_by_now(t)); });
+  sim.run();
+  EXPECT_EQ(seen, (std::vector<bool>{false, false, true}));
+  EXPECT_EQ(small.ps(), 64000);
+  EXPECT_EQ(big.ps(), 1032000);
+  EXPECT_EQ(mem.stats()["requests"].get<uint64_t>(), 2u);
+}
+
+// A poll's load as Gpu issues it: served after max(latency, its bytes). Tracked and checked
+// at the latency, or requested with an event and joined with a timer: the same instants, for
+// the loads and for the watched requests around them.
+TEST(SharedBandwidth, TrackedLoadsMatchRequestedOnes) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    std::vector<int64_t> times[2];
+    for (int tracked = 0; tracked < 2; ++tracked) {
+      Simulator sim;
+      SharedBandwidth mem(sim, Bandwidth::bytes_per_second(3350000000000ULL));
+      XorShift next{seed};
+      std::vector<SharedBandwidth::Ticket> tickets(300);
+      std::vector<int> joins(300, 2);
+      for (size_t i = 0; i < 300; ++i) {
+        const Time at = Time::from_ps(static_cast<int64_t>(next() % 200000));
+        const bool load = next() % 2 == 0;
+        const uint64_t bytes = load ? 32 : 1 + next() % 65536;
+        const Time latency = Time::from_ps(static_cast<int64_t>(next() % 40));
+        auto record = [&, i] { times[tracked].push_back(static_cast<int64_t>(i) * 1000000000 + sim.now().ps()); };
+        sim.schedule_at(at, [&, i, load, bytes, latency, tracked, record] {
+          if (!load) {
+            mem.request(bytes, record);
+          } else if (tracked) {
+            tickets[i] = mem.consume_tracked(bytes);
+            sim.schedule_in(latency, [&, i, record] {
+              if (mem.served_by_now(tickets[i])) {
+                record();
+              } else {
+                mem.watch(tickets[i], record);
+              }
+            });
+          } else {
+            auto join = [&, i, record] {
+              if (--joins[i] == 0) record();
+            };
+            mem.request(bytes, join);
+            sim.schedule_in(latency, join);
+          }
+        });
+      }
+      sim.run();
+      std::sort(times[tracked].begin(), times[tracked].end());
+    }
+    EXPECT_EQ(times[0], times[1]) << "seed " << seed;
   }
 }
 

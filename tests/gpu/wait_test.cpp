@@ -71,9 +71,17 @@ TEST(Wait, HardwareModeWaitersDoNot) {
   EXPECT_EQ(o.poll_loads_avoided, 264u * 57u);
 }
 
-TEST(Wait, PollsCostMemoryTrafficAndSleepStretchesTheInterval) {
+// gpu.poll_model: one block polls `flag` >= 2; the flag gets +1 at each of `adds` (us).
+struct PollRun {
+  int64_t end_ps;
+  uint64_t polls;
+  uint64_t bytes;
+  uint64_t requests;
+};
+PollRun one_poller(GpuConfig::PollModel model, Time sleep, std::vector<int64_t> adds_ns) {
   GpuConfig cfg = h800();
-  cfg.poll_sleep = Time::from_ns(100);  // poll every 250 ns
+  cfg.poll_model = model;
+  cfg.poll_sleep = sleep;
   Simulator sim;
   Gpu gpu(sim, cfg);
   const SignalId flag = gpu.create_signal("flag");
@@ -82,13 +90,61 @@ TEST(Wait, PollsCostMemoryTrafficAndSleepStretchesTheInterval) {
   k.blocks = 1;
   k.program = std::make_shared<StepListProgram>(std::vector<Step>{Step::wait(flag, 2, WaitMode::Poll)});
   const KernelId id = gpu.create_stream("s").launch(std::move(k));
-  sim.schedule_at(Time::from_us(2), [&] { gpu.signal_add(flag, 1); });
-  sim.schedule_at(Time::from_us(3), [&] { gpu.signal_add(flag, 1); });
+  for (const int64_t at : adds_ns) sim.schedule_at(Time::from_ns(at), [&] { gpu.signal_add(flag, 1); });
   sim.run();
-  // Polls complete at 1.5 + 0.15 + 0.25 j us; the first at or after 3 us is j = 6: 3.15 us.
-  EXPECT_EQ(gpu.kernel_times(id).ended->ps(), 3150000);
-  EXPECT_EQ(gpu.counters().polls, uint64_t{7});
-  EXPECT_EQ(gpu.memory().bytes_served(), 7u * 32u);
+  return {gpu.kernel_times(id).ended->ps(), gpu.counters().polls, gpu.memory().bytes_served(),
+          gpu.memory().stats()["requests"].get<uint64_t>()};
+}
+
+TEST(Wait, PollsCostMemoryTrafficAndSleepStretchesTheInterval) {
+  // Poll every 250 ns: polls complete at 1.5 + 0.15 + 0.25 j us; the flag reaches 2 at 3 us and
+  // the first completion at or after it is j = 6: 3.15 us.
+  const PollRun r = one_poller(GpuConfig::PollModel::Each, Time::from_ns(100), {2000, 3000});
+  EXPECT_EQ(r.end_ps, 3150000);
+  EXPECT_EQ(r.polls, uint64_t{7});
+  EXPECT_EQ(r.bytes, 7u * 32u);
+}
+
+TEST(Wait, ParkedPollerWakesInTheFlightOfThePollThatSeesTheFlag) {
+  // Polls every 150 ns; the first completes at 1.65 us (flag 0: the block parks). The flag
+  // reaches 2 at 2.0 us, during the poll issued at 1.65 + 2 x 0.15 = 1.95 us, which completes
+  // at 2.1 us: 3 polls after the first, charged 3 x 32 B at the wake.
+  for (const auto model : {GpuConfig::PollModel::Each, GpuConfig::PollModel::Parked}) {
+    const PollRun r = one_poller(model, Time::zero(), {1000, 2000});
+    EXPECT_EQ(r.end_ps, 2100000);
+    EXPECT_EQ(r.polls, 4u);
+    EXPECT_EQ(r.bytes, 4u * 32u);
+    EXPECT_EQ(r.requests, 4u);
+  }
+}
+
+TEST(Wait, ParkedPollerSeesAWriteAtItsPollsCompletion) {
+  // The flag reaches 2 at 1.95 us, the completion instant of the third poll (1.65 + 2 x 0.15);
+  // the write was scheduled before that poll was issued, so the poll sees it.
+  for (const auto model : {GpuConfig::PollModel::Each, GpuConfig::PollModel::Parked}) {
+    const PollRun r = one_poller(model, Time::zero(), {1000, 1950});
+    EXPECT_EQ(r.end_ps, 1950000);
+    EXPECT_EQ(r.polls, 3u);
+  }
+}
+
+TEST(Wait, ParkedPollerIssuesThePollAfterASleepForReal) {
+  // Polls every 250 ns (100 ns of sleep); the first completes at 1.65 us and the block parks.
+  // The flag reaches 2 at 3.0 us: the 5 polls issued at 1.75 + 0.25 j us (j = 0..4) completed
+  // before it (charged 5 x 32 B at the wake); the next is issued at 3.0 us and completes at
+  // 3.15 us, as in PollsCostMemoryTrafficAndSleepStretchesTheInterval.
+  for (const auto model : {GpuConfig::PollModel::Each, GpuConfig::PollModel::Parked}) {
+    const PollRun r = one_poller(model, Time::from_ns(100), {2000, 3000});
+    EXPECT_EQ(r.end_ps, 3150000);
+    EXPECT_EQ(r.polls, 7u);
+    EXPECT_EQ(r.bytes, 7u * 32u);
+    EXPECT_EQ(r.requests, 7u);
+  }
+  // A write during the sleep after the poll completing at 2.9 us (at 2.95 us) is seen by the
+  // poll issued at 3.0 us: the same end, 7 polls.
+  const PollRun r = one_poller(GpuConfig::PollModel::Parked, Time::from_ns(100), {2000, 2950});
+  EXPECT_EQ(r.end_ps, 3150000);
+  EXPECT_EQ(r.polls, 7u);
 }
 
 TEST(Wait, SignalAlreadySetStillCostsOnePoll) {
