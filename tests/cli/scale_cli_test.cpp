@@ -74,4 +74,18 @@ TEST(CliScale, RefusesWhatTheFabricCannotRunBeforeSimulating) {
                    "net.fabric_switch_ports: 257 nodes need 72 leaves");
 }
 
+// DeepEP's low-latency kernels (docs/systems/deepep.md "Low-latency kernels"): rows reach their
+// experts and come back on two nodes (IBGDA puts between them), and what the kernels cannot
+// take is refused with the parameter that limits it.
+TEST(CliScale, DeepEpLowLatencyVerifiesOnTwoNodesAndRefusesTooManyTokens) {
+  const Result r = moehub({"verify", "--hardware", "h800-cluster", "--model", "olmoe", "--systems", "deepep", "--set",
+                           "systems.deepep.mode=low-latency"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("deepep         PASS"), std::string::npos) << r.out;
+  expect_bad_input({"run", "--systems", "deepep", "--set", "systems.deepep.mode=low-latency"},
+                   "systems.deepep.ll_max_dispatch_tokens_per_rank: GPU 0 dispatches 1024 tokens, more than the receive slots");
+  expect_bad_input({"run", "--systems", "deepep", "--set", "systems.deepep.mode=fast"},
+                   "systems.deepep.mode: must be one of normal, low-latency, got 'fast'");
+}
+
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "platform/network_store_port.h"
 #include "systems/deepep/deepep_internode_plan.h"
+#include "systems/deepep/deepep_low_latency.h"
 #include "systems/deepep/deepep_plan.h"
 #include "sanitizer_skip.h"
 #include "sim/error.h"
@@ -312,6 +313,101 @@ TEST(DeepEpInternode, RingsThatCouldDeadlockAreRefusedBeforeTheyRun) {
   }
   SystemRun ok("deepep", two_nodes({"systems.deepep.internode_combine_nvl_ring_tokens=34"}), false);
   EXPECT_NO_THROW(ok.run());  // 17 per node: above 12 + 4 - 1
+}
+
+// ---- low-latency kernels (systems.deepep.mode = "low-latency") ----
+
+std::vector<std::string> ll(std::vector<std::string> more = {}) {
+  std::vector<std::string> s{"systems.deepep.mode=low-latency", "run.gpus=2"};
+  s.insert(s.end(), more.begin(), more.end());
+  return s;
+}
+
+TEST(DeepEpLowLatency, VerifyPassesOnOneNodeAndOnTwoNodes) {
+  SystemRun one("deepep", ll());
+  one.run();
+  EXPECT_TRUE(one.functional->passed()) << one.functional->report().dump(2);
+  EXPECT_TRUE(one.stats.contains("deepep_ll_dispatch_us")) << one.stats.dump();
+  SystemRun two("deepep", ll({"net.gpus_per_node=1", "net.fidelity=flow"}));
+  two.run();
+  EXPECT_TRUE(two.functional->passed()) << two.functional->report().dump(2);
+}
+
+// internode_ll.cu:495-501, :1168-1175: 288 experts on 132 SMs are 3 groups of 10 warps on 96
+// CTAs (dispatch); combine takes max(96, ceil(128 / ceil(128 / 132))) = 128 CTAs for 128 tokens.
+TEST(DeepEpLowLatency, LaunchGeometryFollowsTheHostWrappers) {
+  const LlGrid g = DeepEpLowLatency::grid(288, 128, 132);
+  EXPECT_EQ(g.groups, 3u);
+  EXPECT_EQ(g.warps_per_group, 10u);
+  EXPECT_EQ(g.threads(), 960u);
+  EXPECT_EQ(g.dispatch_sms, 96u);
+  EXPECT_EQ(g.combine_sms, 128u);
+  const LlGrid v3 = DeepEpLowLatency::grid(256, 64, 132);
+  EXPECT_EQ(v3.groups, 2u);
+  EXPECT_EQ(v3.dispatch_sms, 128u);
+  EXPECT_EQ(v3.combine_sms, 128u);
+}
+
+// Two GPUs of one node, Mixtral's 8 experts (4 per GPU), top-2, hidden 64 (verify shapes), FP8:
+// a message is 16 + 64 + 64 / 128 rounded up x 4 = 84 bytes. GPU g stores one message per
+// (token, slot) whose expert is on the other GPU and one 4-byte count per expert there (also
+// for experts it sends nothing); the combine stores one 128-byte BF16 row per row it took from
+// the other GPU and one 4-byte flag per local expert.
+TEST(DeepEpLowLatency, OneStorePerMessageAndOneCountPerExpert) {
+  RecordedRun r(ll(), false);
+  const DeepEpLlPlan p = make_deepep_ll_plan(r.run.workload, 128);
+  ASSERT_EQ(p.local, 4);
+  for (int g = 0; g < 2; ++g) {
+    const int other = 1 - g;
+    uint64_t to_other = 0, from_other = 0;
+    for (const auto& m : p.msgs[g]) to_other += p.rank_of(m.expert) == other ? 1 : 0;
+    for (const auto& m : p.msgs[other]) from_other += p.rank_of(m.expert) == g ? 1 : 0;
+    std::map<std::pair<std::string, uint64_t>, uint64_t> seen;
+    for (const auto& s : r.ports[static_cast<size_t>(g)]->stores) {
+      EXPECT_EQ(static_cast<int>(s.dst), other);
+      ++seen[{s.kernel, s.bytes}];
+    }
+    EXPECT_EQ((seen[{"deepep_ll_dispatch", 84}]), to_other) << "GPU " << g;
+    EXPECT_EQ((seen[{"deepep_ll_dispatch", 4}]), 4u) << "GPU " << g;
+    EXPECT_EQ((seen[{"deepep_ll_combine", 128}]), from_other) << "GPU " << g;
+    EXPECT_EQ((seen[{"deepep_ll_combine", 4}]), 4u) << "GPU " << g;
+    EXPECT_EQ(seen.size(), 4u);
+  }
+}
+
+// Two nodes of one GPU at flow fidelity and a 0.1 GB/s NIC: every message to the other GPU is
+// an RDMA put of 84 bytes (26 header bytes on the wire) and every count an atomic of 4 (+ 26):
+// the dispatch kernel of the later GPU ends once the busier direction's wire time has passed,
+// plus at most one message's serialisation after its payload left and a few microseconds of
+// latency and copies.
+TEST(DeepEpLowLatency, ASlowNicBoundsTheDispatchByItsWireBytes) {
+  const double bw = 0.1e9;
+  SystemRun r("deepep", ll({"net.gpus_per_node=1", "net.fidelity=flow", "net.nic_bandwidth=0.1GB/s"}), false);
+  r.run();
+  const DeepEpLlPlan p = make_deepep_ll_plan(r.workload, 128);
+  double worst = 0;
+  for (int g = 0; g < 2; ++g) {
+    double wire = 4 * (4.0 + 26.0);  // a count per expert of the other GPU
+    for (const auto& m : p.msgs[g]) wire += p.rank_of(m.expert) != g ? 84.0 + 26.0 : 0.0;
+    worst = std::max(worst, wire / bw);
+  }
+  Time first = Time::max(), last = Time::zero();
+  for (int g = 0; g < 2; ++g) {
+    first = std::min(first, *r.cluster->phases(g).dispatch_start);
+    last = std::max(last, *r.cluster->phases(g).dispatch_end);
+  }
+  const double span = (last - first).seconds();
+  EXPECT_GT(worst, 100e-6);  // 128 tokens x 2 slots, about half remote: the wire time dominates
+  EXPECT_GE(span, worst);
+  EXPECT_LE(span, worst + 110.0 / bw + 5e-6);
+}
+
+TEST(DeepEpLowLatency, WhatDeepEpRefusesIsRefusedBeforeItRuns) {
+  // 256 tokens on one GPU: 256 tokens to dispatch against 128 receive slots.
+  EXPECT_THROW(SystemRun("deepep", ll({"run.gpus=1"}), false).run(), UserError);
+  // 8 experts on 3 GPUs: not a multiple.
+  EXPECT_THROW(SystemRun("deepep", ll({"run.gpus=3", "run.tokens=96"}), false).run(), UserError);
+  EXPECT_NO_THROW(SystemRun("deepep", ll({"run.gpus=1", "systems.deepep.ll_max_dispatch_tokens_per_rank=256"}), false).run());
 }
 
 }  // namespace

@@ -19,6 +19,8 @@
 #include "systems/deepep/deepep_internode.h"
 #include "systems/deepep/deepep_internode_plan.h"
 #include "systems/deepep/deepep_kernels.h"
+#include "systems/deepep/deepep_ll_functional.h"
+#include "systems/deepep/deepep_low_latency.h"
 #include "systems/deepep/deepep_plan.h"
 #include "platform/megatron_permute.h"
 #include "platform/megatron_router.h"
@@ -30,19 +32,29 @@ namespace {
 
 namespace mp = megatron_permute;
 constexpr uint64_t kIntBytes = 4;  // int32 counts, offsets, source indices
+constexpr uint64_t kLlHeaderBytes = 16;  // internode_ll.cu:178-181: an int4 before each dispatch message
 constexpr uint64_t kSourceMetaBytes = 8;  // internode.cu SourceMeta: src_rdma_rank, is_token_in_nvl_rank_bits
 
+// Which DeepEP kernels move the rows (docs/systems/deepep.md "Low-latency kernels").
+enum class DeepEpMode : uint8_t { Normal, LowLatency };
+
 struct DeepEpParams {
+  DeepEpMode mode = DeepEpMode::Normal;
   uint32_t num_sms = 0;
   uint32_t kernel_threads = 0;
   uint32_t dispatch_chunk = 0, dispatch_ring = 0, combine_chunk = 0, combine_ring = 0;
   uint32_t notify_threads = 0, layout_threads = 0, layout_experts_per_block = 0, layout_ranks_per_block = 0;
   Time mapped_write_latency, host_poll_reaction;
   DeepEpInternodeParams internode;
+  DeepEpLowLatencyParams ll;
 
   static ParamTable<DeepEpParams> table() {
     using P = DeepEpParams;
     ParamTable<P> t;
+    t.choice("systems.deepep.mode", &P::mode,
+             std::vector<std::pair<std::string, DeepEpMode>>{{"normal", DeepEpMode::Normal}, {"low-latency", DeepEpMode::LowLatency}},
+             "DeepEP kernels: normal (Megatron's flex dispatcher, intranode or internode kernels) or low-latency "
+             "(internode_ll.cu: per-expert messages, no host synchronisation)");
     t.integer("systems.deepep.num_sms", &P::num_sms, "SMs of the dispatch and combine kernels (Buffer.num_sms); even")
         .at_least(2)
         .at_most(1024);
@@ -75,6 +87,7 @@ struct DeepEpParams {
     DeepEpParams p;
     table().read(c, p);
     p.internode = DeepEpInternodeParams::from(c);
+    p.ll = DeepEpLowLatencyParams::from(c);
     if (p.num_sms % 2 != 0) throw UserError("systems.deepep.num_sms", "must be even (one sender and one receiver CTA per channel)");
     if (p.dispatch_chunk > p.dispatch_ring) throw UserError("systems.deepep.dispatch_chunk_tokens", "exceeds the ring size");
     if (p.combine_chunk > p.combine_ring) throw UserError("systems.deepep.combine_chunk_tokens", "exceeds the ring size");
@@ -85,6 +98,7 @@ struct DeepEpParams {
 void declare_deepep_params(ParamRegistry& r) {
   DeepEpParams::table().declare(r);
   DeepEpInternodeParams::table().declare(r);
+  DeepEpLowLatencyParams::table().declare(r);
 }
 
 class DeepEpSystem final : public MoeSystem {
@@ -96,6 +110,7 @@ class DeepEpSystem final : public MoeSystem {
     gpu::GpuCounters n;
     for (int g = 0; g < cluster.gpus(); ++g) gpu::GpuCounters::table().add(n, cluster.gpu(g).counters());
     nlohmann::json j{{"polls", n.polls}, {"stores", n.stores}, {"store_bytes", n.store_bytes}, {"store_refusals", n.store_refusals}};
+    if (ll_) return ll_stats(cluster, j);
     j["deepep_dispatch_GBps"] = deepep_rate(cluster, true);
     j["deepep_combine_GBps"] = deepep_rate(cluster, false);
     if (inter_) {
@@ -132,6 +147,11 @@ class DeepEpSystem final : public MoeSystem {
     const int n = cluster.gpus();
     k_ = std::make_unique<SharedKernels>(cluster);
     const Workload& w = cluster.workload();
+    if (p_.mode == DeepEpMode::LowLatency) {
+      start_low_latency();
+      for (int g = 0; g < n; ++g) issue_low_latency(g);
+      return;
+    }
     plan_ = make_deepep_plan(w, static_cast<int>(p_.num_sms / 2));
     for (int g = 0; g < n; ++g) experts_.push_back(make_deepep_expert_rows(w, plan_, g));
     fn_ = DeepEpFunctional::make(cluster, plan_, experts_);
@@ -155,6 +175,96 @@ class DeepEpSystem final : public MoeSystem {
   }
 
  private:
+  // ---- low-latency mode (docs/systems/deepep.md "Low-latency kernels") ----
+  void start_low_latency() {
+    Cluster& c = *c_;
+    const ModelShape& m = c.model();
+    ll_plan_ = make_deepep_ll_plan(c.workload(), p_.ll.max_dispatch_tokens);
+    LlKernelConfig k;
+    k.device_sms = c.gpu_config().sm_count;
+    k.row_bytes = static_cast<uint64_t>(m.row_bytes());
+    // internode_ll.cu:181: an int4 header (source index, 3 reserved ints), then the row, in FP8
+    // with one float scale per 128 channels, or as it is.
+    const uint64_t hidden = static_cast<uint64_t>(m.hidden);
+    const uint64_t payload = p_.ll.dispatch_fp8 ? hidden + (hidden + 127) / 128 * mp::kProbBytes : k.row_bytes;
+    k.msg_bytes = kLlHeaderBytes + payload;
+    k.recv_row_bytes = payload + kIntBytes;  // packed_recv_x (+ scales) and packed_recv_src_info (:428-459)
+    k.topk_idx_bytes = mp::kLongBytes;       // topk_idx_t is int64 unless built with TOPK_IDX_BITS=32 (configs.cuh:65-70)
+    ll_fn_ = DeepEpLlFunctional::make(c, ll_plan_);
+    DeepEpLowLatency::Hooks h;
+    h.dispatch_recv = [this](int g, int le, int src) { ll_fn_->dispatch_recv(g, le, src); };
+    h.combine_token = [this](int g, int64_t t) { ll_fn_->combine_token(g, t); };
+    ll_ = std::make_unique<DeepEpLowLatency>(c, ll_plan_, k, std::move(h));
+    ll_msg_bytes_ = k.msg_bytes;
+  }
+
+  // The layer as an inference engine runs it on the compute stream: router, low_latency_dispatch
+  // (send and receive in one kernel, no host synchronisation), the experts on packed_recv_x,
+  // low_latency_combine (the top-k weights applied in its reduction).
+  void issue_low_latency(int g) {
+    Cluster& c = *c_;
+    gpu::Stream& s = c.stream(g);
+    ll_fn_->input(g);
+    launch_megatron_router(c, *k_, g, s, c.workload().tokens().count(g));
+    auto id = std::make_shared<gpu::KernelId>();
+    gpu::KernelSpec disp = ll_->dispatch(g);
+    disp.on_done = [this, g, id] {
+      c_->phases(g).dispatch_start = *c_->gpu(g).kernel_times(*id).started;
+      c_->phases(g).dispatch_end = c_->sim().now();
+    };
+    c.host(g).framework_op();
+    *id = c.launch(g, s, Activity::Communication, std::move(disp));
+    const std::vector<uint64_t>& per_expert = ll_plan_.per_expert[g];
+    uint64_t rows = 0;
+    for (uint64_t r : per_expert) rows += r;
+    if (rows > 0) {
+      gpu::KernelSpec g1 = k_->gemm1_model(per_expert).kernel("gemm1");
+      g1.on_done = [this, g] {
+        c_->phases(g).gemm1_end = c_->sim().now();
+        ll_fn_->gemm1(g);
+      };
+      op(g, s, Activity::ExpertCompute, std::move(g1));
+      op(g, s, Activity::ExpertCompute, k_->activation(g, rows));
+      gpu::KernelSpec g2 = k_->gemm2_model(per_expert).kernel("gemm2");
+      g2.on_done = [this, g] { ll_fn_->gemm2(g); };
+      op(g, s, Activity::ExpertCompute, std::move(g2));
+    }
+    auto cid = std::make_shared<gpu::KernelId>();
+    gpu::KernelSpec comb = ll_->combine(g);
+    comb.on_done = [this, g, cid] {
+      c_->phases(g).combine_start = *c_->gpu(g).kernel_times(*cid).started;
+      c_->phases(g).combine_end = c_->sim().now();
+      c_->layer_done(g);
+    };
+    c.host(g).framework_op();
+    *cid = c.launch(g, s, Activity::Communication, std::move(comb));
+  }
+
+  // tests/test_low_latency.py: per rank, its valid selections times the message bytes
+  // (dispatch) or the BF16 row (combine) over the kernel's time; and the kernels' times. Means
+  // over ranks.
+  nlohmann::json ll_stats(Cluster& cluster, nlohmann::json j) const {
+    const uint64_t row = static_cast<uint64_t>(cluster.model().row_bytes());
+    for (bool dispatch : {true, false}) {
+      double gbps = 0, us = 0;
+      int ranks = 0;
+      for (int g = 0; g < cluster.gpus(); ++g) {
+        const PhaseMarks& p = cluster.phases(g);
+        const std::optional<Time>& start = dispatch ? p.dispatch_start : p.combine_start;
+        const std::optional<Time>& end = dispatch ? p.dispatch_end : p.combine_end;
+        if (!start || !end || *end <= *start) continue;
+        const double bytes = static_cast<double>(ll_plan_.selections(g)) * static_cast<double>(dispatch ? ll_msg_bytes_ : row);
+        gbps += bytes / (*end - *start).seconds() / 1e9;
+        us += (*end - *start).seconds() * 1e6;
+        ++ranks;
+      }
+      const std::string kernel = dispatch ? "deepep_ll_dispatch" : "deepep_ll_combine";
+      j[kernel + "_GBps"] = ranks ? nlohmann::json(gbps / ranks) : nlohmann::json(nullptr);
+      j[kernel + "_us"] = ranks ? nlohmann::json(us / ranks) : nlohmann::json(nullptr);
+    }
+    return j;
+  }
+
   // GPUs on several nodes: DeepEP's internode kernels (docs/systems/deepep.md "Internode").
   void start_internode(int per_node) {
     Cluster& cluster = *c_;
@@ -439,6 +549,10 @@ class DeepEpSystem final : public MoeSystem {
   std::unique_ptr<Transfer> dispatch_, combine_;  // one node
   DeepEpInternodePlan inter_plan_;                 // several nodes
   std::unique_ptr<DeepEpInternode> inter_;
+  DeepEpLlPlan ll_plan_;                           // low-latency mode
+  std::unique_ptr<DeepEpLowLatency> ll_;
+  std::unique_ptr<DeepEpLlFunctional> ll_fn_;
+  uint64_t ll_msg_bytes_ = 0;
 };
 
 }  // namespace
