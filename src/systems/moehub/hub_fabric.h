@@ -34,6 +34,7 @@
 #include "net/packet.h"
 #include "sim/per_gpu.h"
 #include "sim/slab.h"
+#include "systems/moehub/internode_path.h"
 
 namespace moehub {
 
@@ -94,6 +95,8 @@ struct HubFabricCounters {
   AauCounters aau;
   std::optional<RpmCounters> rpm;
   EgressCounters egress;
+  std::optional<InternodeCounters> internode;  // only with hub.internode.route nic or rail
+  uint64_t relay_peak_bytes = 0;                // the most one relay held (max over GPUs)
 };
 
 class HubFabric {
@@ -125,6 +128,7 @@ class HubFabric {
   HubFabricConfig cfg_;
   HubListener& listener_;
   RowspRegistry registry_;
+  Slab<LineMessage> messages_;  // internode path: lines of the messages in flight
   PerGpu<std::unique_ptr<Node>> nodes_;
 };
 

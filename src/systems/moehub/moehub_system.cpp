@@ -401,6 +401,10 @@ nlohmann::json MoeHubSystemImpl::stats(Cluster& cluster) {
     hub["dam_retired_groups"] = dam.retired_groups;
   }
   if (!selectors_.empty()) hub["replica"] = replica_stats(cluster);
+  if (f.internode) {
+    hub["internode"] = InternodeCounters::table().to_json(*f.internode);
+    hub["internode"]["relay_peak_bytes"] = f.relay_peak_bytes;
+  }
   hub["region_capacity_rows"] = capacity_;
   hub["gemm1_tiles_per_dam_group"] = tiles_per_group_;
   // Per GPU: when its first GEMM1 tile started and when its last dispatched row landed
