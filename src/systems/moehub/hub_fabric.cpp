@@ -437,6 +437,7 @@ class HubFabric::Node {
 
 void HubFabric::Ingress::unpack(uint32_t id) {
   const LineMessage m = f_.messages_.take(id);
+  ++f_.unpacked_;
   for (const HubPacket& h : m.lines) {
     const int dst = destination_of(h);
     if (dst == g_) arrive(m.src, h);
@@ -483,6 +484,19 @@ AddressAllocationUnit& HubFabric::aau(int g) { return nodes_.at(g)->ingress.aau(
 void HubFabric::flush(int g) {
   if (auto* r = nodes_.at(g)->sm.rpm()) r->flush();
   if (auto& path = nodes_.at(g)->internode) path->flush();
+}
+
+std::vector<std::string> HubFabric::internode_violations() const {
+  std::vector<std::string> v;
+  uint64_t sent = 0;
+  for (int g = 0; g < nodes_.size(); ++g) {
+    const auto& path = nodes_[g]->internode;
+    if (!path) continue;
+    sent += path->counters().messages;
+    if (!path->idle()) v.push_back(fmt::format("GPU {}'s internode path still holds lines after the run", g));
+  }
+  if (sent != unpacked_) v.push_back(fmt::format("{} internode messages sent, {} read by the hubs", sent, unpacked_));
+  return v;
 }
 
 const CounterTable<EgressCounters>& EgressCounters::table() {

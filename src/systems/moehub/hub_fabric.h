@@ -22,6 +22,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "gpu/store_port.h"
@@ -111,6 +112,9 @@ class HubFabric {
   // Every partly merged RPM entry may leave (a fence or kernel end); no-op without RPMs.
   void flush(int g);
 
+  // After a run: what the internode paths left undone (messages open, unread or not forwarded).
+  std::vector<std::string> internode_violations() const;
+
   // Totals over every GPU's hub: AAU, RPM (none on the direct path), egress.
   HubFabricCounters counters() const;
 
@@ -129,6 +133,7 @@ class HubFabric {
   HubListener& listener_;
   RowspRegistry registry_;
   Slab<LineMessage> messages_;  // internode path: lines of the messages in flight
+  uint64_t unpacked_ = 0;       // internode messages the ingresses have read
   PerGpu<std::unique_ptr<Node>> nodes_;
 };
 

@@ -10,6 +10,7 @@
 // cookie: in the hardware they travel in its payload with a descriptor each (which the message's
 // payload counts); the simulator keeps them aside instead of encoding them in bytes.
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -68,6 +69,11 @@ class InternodePath final : public RoomListener {
 
   void on_room(int) override;
   const InternodeCounters& counters() const { return n_; }
+  // Nothing left: no message open or waiting for its window, no line waiting at the relay.
+  bool idle() const {
+    return due_.empty() && forwards_.empty() &&
+           std::none_of(open_.begin(), open_.end(), [](const Open& o) { return o.open; });
+  }
   // The most line bytes this GPU held as a relay, waiting for its NVLink window.
   uint64_t relay_peak_bytes() const { return relay_peak_; }
 

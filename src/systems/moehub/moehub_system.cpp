@@ -352,6 +352,7 @@ std::vector<std::string> MoeHubSystemImpl::conservation_violations(Cluster& clus
   for (int g = 0; g < cluster.gpus(); ++g) placed += fabric_->aau(g).counters().rows_allocated;
   const auto rows = static_cast<uint64_t>(cluster.workload().routing().rows());
   if (placed != rows) v.push_back(fmt::format("{} rows placed by the AAUs for {} routed rows", placed, rows));
+  for (std::string& s : fabric_->internode_violations()) v.push_back(std::move(s));
   for (int g = 0; g < gpus_.size(); ++g) {
     for (const auto* dam : {gpus_[g].dam_gemm1.get(), gpus_[g].dam_scaling.get()}) {
       if (dam && !dam->every_group_signalled_once()) v.push_back(fmt::format("a DAM group of GPU {} was not signalled exactly once", g));
