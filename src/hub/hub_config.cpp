@@ -44,6 +44,34 @@ void declare_replica_table(ParamTable<HubConfig>& t) {
       .in_unit("bits");
 }
 
+// hub.internode.*: how lines reach another node (docs/hub/scale-out.md; not in the paper).
+void declare_internode(ParamTable<HubConfig>& t) {
+  const auto net = [](auto m) { return in(&HubConfig::internode, m); };
+  t.choice("hub.internode.route", net(&InternodeConfig::route),
+           std::vector<std::pair<std::string, InternodeRoute>>{{"direct", InternodeRoute::Direct},
+                                                               {"nic", InternodeRoute::Nic},
+                                                               {"rail", InternodeRoute::Rail}},
+           "How a line reaches a GPU on another node: its own RDMA message as on one board (direct), through the "
+           "internode path straight to that GPU (nic), or by RDMA to the GPU of that node on the source's rail, which "
+           "forwards it over NVLink (rail)");
+  t.boolean("hub.internode.merge", net(&InternodeConfig::merge),
+            "route nic or rail: merge lines to the same first-hop GPU into one RDMA message");
+  t.bytes("hub.internode.message_bytes", net(&InternodeConfig::message_bytes),
+          "Most bytes (lines and their descriptors) one merged RDMA message carries")
+      .positive()
+      .at_most(1 << 24);
+  t.bytes("hub.internode.descriptor_bytes", net(&InternodeConfig::descriptor_bytes),
+          "Bytes a line's descriptor (region, RowID, RowOffset, validity mask, final GPU) adds in a merged message")
+      .at_most(4096);
+  t.time("hub.internode.merge_timeout", net(&InternodeConfig::merge_timeout),
+         "A partly merged RDMA message leaves when its first line has waited this long");
+  t.integer("hub.internode.relay_cycles", net(&InternodeConfig::relay_cycles),
+            "route rail: hub cycles the relay takes to send a forwarded line to its NVLink egress")
+      .at_least(0)
+      .at_most(1 << 20)
+      .in_unit("cycles");
+}
+
 ParamTable<HubConfig> hub_table() {
   ParamTable<HubConfig> t;
   t.frequency("hub.clock", &HubConfig::clock, "Clock of the hub's structures; hub latencies are counted in its cycles")
@@ -123,6 +151,7 @@ ParamTable<HubConfig> hub_table() {
       .at_least(0)
       .in_unit("cycles");
 
+  declare_internode(t);
   declare_storage_area(t);
   declare_logic_area(t);
   return t;
@@ -194,6 +223,20 @@ void check_rpm(const RpmConfig& r) {
   if (r.timer_bypass < Time::zero()) throw UserError("hub.rpm.timer_bypass", "must not be negative");
 }
 
+void check_internode(const InternodeConfig& n, const RpmConfig& r) {
+  if (n.merge && n.route == InternodeRoute::Direct) {
+    throw UserError("hub.internode.merge", "merging needs the internode path: set hub.internode.route to nic or rail");
+  }
+  if (n.merge && n.merge_timeout <= Time::zero()) {
+    throw UserError("hub.internode.merge_timeout", "must be positive when lines are merged");
+  }
+  if (n.merge && n.message_bytes < r.entry_bytes + n.descriptor_bytes) {
+    throw UserError("hub.internode.message_bytes",
+                    fmt::format("{} B cannot hold one {} B line and its {} B descriptor", n.message_bytes, r.entry_bytes,
+                                n.descriptor_bytes));
+  }
+}
+
 }  // namespace
 
 void declare_hub_params(ParamRegistry& r) { hub_table().declare(r); }
@@ -205,6 +248,7 @@ HubConfig HubConfig::from(const Config& c) {
   h.area.sm_count = c.integer_u32("gpu.sm_count");  // declared by the GPU layer; the area counts its SMs
   check_aau(h.aau);
   check_rpm(h.rpm);
+  check_internode(h.internode, h.rpm);
   return h;
 }
 

@@ -53,6 +53,22 @@ struct ReplicaTableConfig {
   uint32_t counter_bits = 0;  // per-peer row counters of the load-aware policy
 };
 
+// How a hub's lines reach a GPU on another node (docs/hub/scale-out.md, beyond the paper).
+enum class InternodeRoute {
+  Direct,  // each line its own RDMA message, the fabric window asked by peer partition (session 22)
+  Nic,     // straight to the destination GPU's NIC, the window of that path asked
+  Rail,    // RDMA to the destination node's GPU on the source's rail, whose hub forwards over NVLink
+};
+
+struct InternodeConfig {
+  InternodeRoute route = InternodeRoute::Direct;
+  bool merge = false;              // merge lines per first-hop GPU into RDMA messages (nic, rail)
+  uint32_t message_bytes = 4096;   // most bytes (lines and descriptors) one merged message carries
+  uint32_t descriptor_bytes = 16;  // per line of a merged message: region, RowID, RowOffset, mask, GPU
+  Time merge_timeout = Time::zero(); // a partly merged message leaves when its first line is this old
+  uint32_t relay_cycles = 1;       // hub cycles a relay takes to pick a forwarded line's NVLink port
+};
+
 struct AreaConfig {
   uint32_t technology_nm = 7;
   double sram_mbit_per_mm2 = 26.0;
@@ -78,6 +94,7 @@ struct HubConfig {
   RpmConfig rpm;
   DamConfig dam;
   ReplicaTableConfig replica;
+  InternodeConfig internode;
   AreaConfig area;
   static HubConfig from(const Config& c);
 };

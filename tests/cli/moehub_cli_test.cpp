@@ -109,4 +109,43 @@ TEST(CliMoeHub, AHubTooSmallForTheWorkloadIsRefusedBeforeAnythingRuns) {
   EXPECT_NE(ok.err.find("moehub: error: run.time_limit:"), std::string::npos) << ok.err;
 }
 
+// MoE-Hub across nodes (issue 23 item 4, docs/hub/scale-out.md 15): OLMoE over 2 nodes of 8.
+TEST(CliMoeHub, InternodeDesignsPassVerifyOnTwoNodes) {
+  for (const char* route : {"nic", "rail"}) {
+    const auto j = verify({"--hardware", "h800-cluster", "--model", "olmoe", "--systems", "moehub,mh-pkt", "--set",
+                           fmt::format("hub.internode.route={}", route), "--set", "hub.internode.merge=true"});
+    EXPECT_TRUE(j["passed"].get<bool>()) << route;
+  }
+  expect_bad_input({"run", "--set", "hub.internode.merge=true"},
+                   "hub.internode.merge: merging needs the internode path");
+}
+
+// Every line bound for another node crosses the NICs once in every design; merging packs them
+// into fewer messages, and only rail's relays forward.
+TEST(CliMoeHub, InternodeCountersTellTheDesignsApart) {
+  const auto internode = [](std::vector<std::string> set) {
+    std::vector<std::string> args = {"run", "--config", "verify", "--set", "run.functional=false", "--hardware",
+                                     "h800-cluster", "--model", "olmoe", "--systems", "moehub", "--format", "json"};
+    for (const std::string& s : set) args.insert(args.end(), {"--set", s});
+    const Result r = moehub(args);
+    EXPECT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    return j["results"][0]["stats"]["hub"].value("internode", nlohmann::json::object());
+  };
+  EXPECT_TRUE(internode({}).empty());  // direct: no internode path
+  const auto nic = internode({"hub.internode.route=nic"});
+  const auto merged = internode({"hub.internode.route=nic", "hub.internode.merge=true"});
+  const auto rail = internode({"hub.internode.route=rail", "hub.internode.merge=true"});
+  const auto lines = nic.at("rdma_lines").get<uint64_t>();
+  EXPECT_GT(lines, 0u);
+  EXPECT_EQ(nic.at("rdma_messages").get<uint64_t>(), lines);
+  EXPECT_EQ(merged.at("rdma_lines").get<uint64_t>(), lines);
+  EXPECT_EQ(rail.at("rdma_lines").get<uint64_t>(), lines);
+  EXPECT_LT(merged.at("rdma_messages").get<uint64_t>(), lines);
+  EXPECT_EQ(nic.at("forwarded_lines").get<uint64_t>(), 0u);
+  EXPECT_EQ(merged.at("forwarded_lines").get<uint64_t>(), 0u);
+  EXPECT_GT(rail.at("forwarded_lines").get<uint64_t>(), 0u);
+  EXPECT_GT(rail.at("relay_peak_bytes").get<uint64_t>(), 0u);
+}
+
 }  // namespace

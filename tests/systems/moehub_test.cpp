@@ -15,10 +15,13 @@
 #include "hub/rowsp.h"
 #include "moe/model_shape.h"
 #include "moe/workload.h"
+#include "net/flow_network.h"
+#include "net/net_test_util.h"
 #include "sim/error.h"
 #include "platform/experiment.h"
 #include "systems/moehub/dispatch_trace.h"
 #include "systems/moehub/hub_fabric.h"
+#include "systems/moehub/internode_path.h"
 #include "systems/moehub/moehub_state.h"
 #include "systems/system_registry.h"
 #include "sanitizer_skip.h"
@@ -476,6 +479,116 @@ TEST(HubSizing, DeepSeekV3NeedsATwentyFiveBitCounter) {
   EXPECT_NO_THROW(z.check(p, hub, w, false));  // without the DAM (mh-base, mh-pkt) no counter is needed
   hub.aau.apt_entries = 8;
   EXPECT_THROW(z.check(p, hub, w, false), UserError);  // 16 live regions per GPU
+}
+
+
+// The internode path on 2 nodes x 2 GPUs (test::cluster_like: 50 GB/s NICs, 26 B headers,
+// PCIe and NIC 300 ns each way, 50 ns cables, 150 ns switches; NVLink of h800_like) with a hub
+// clock of 1 GHz. Each GPU's receiver unpacks messages as the hub's ingress does: a line for it
+// lands (recorded), a line for another GPU of its node goes on through that GPU's relay.
+struct InternodeBench {
+  struct Landed {
+    int gpu;
+    int src;
+    uint64_t row_id;
+    Time at;
+  };
+  struct Receiver final : PacketReceiver {
+    InternodeBench* b = nullptr;
+    int gpu = 0;
+    void deliver(Packet&& p) override {
+      ASSERT_EQ(p.header, kLineMessageHeader);
+      const LineMessage m = b->messages.take(static_cast<uint32_t>(p.cookie));
+      for (const HubPacket& h : m.lines) {
+        const int dst = static_cast<int>(h.malloc_id.gpu());
+        if (dst == gpu) b->landed.push_back({gpu, m.src, h.row_id, b->sim.now()});
+        else b->paths[static_cast<size_t>(gpu)]->forward(m.src, h, dst);
+      }
+    }
+  };
+
+  explicit InternodeBench(InternodeConfig cfg) : net(test::cluster_like(4, 2), sim) {
+    HubConfig hub;
+    hub.clock = Frequency::hertz(1000000000);
+    hub.rpm.entry_bytes = 128;
+    hub.internode = cfg;
+    for (int g = 0; g < 4; ++g) {
+      paths.push_back(std::make_unique<InternodePath>(sim, net, hub, g, 2, messages, nullptr));
+      receivers[g].b = this;
+      receivers[g].gpu = g;
+      net.set_receiver(g, &receivers[g]);
+    }
+  }
+  // A full 128 B line of row `row` for GPU `dst`.
+  bool line(int src, int dst, uint64_t row) {
+    HubPacket h;
+    h.rowsp = true;
+    h.malloc_id = MallocId::encode(static_cast<uint32_t>(dst), 0);
+    h.row_id = row;
+    h.valid_mask = ~0ULL >> 32;
+    h.payload_bytes = 128;
+    return paths[static_cast<size_t>(src)]->try_send(h, dst);
+  }
+
+  Simulator sim;
+  FlowNetwork net;
+  Slab<LineMessage> messages;
+  std::vector<std::unique_ptr<InternodePath>> paths;
+  Receiver receivers[4];
+  std::vector<Landed> landed;
+};
+
+TEST(InternodePath, NicMergeSendsFullMessagesAtOnceAndTheRestAtTheTimeout) {
+  InternodeConfig cfg;
+  cfg.route = InternodeRoute::Nic;
+  cfg.merge = true;
+  cfg.message_bytes = 432;  // three lines of 128 B, each with its 16 B descriptor
+  cfg.descriptor_bytes = 16;
+  cfg.merge_timeout = Time::from_ns(500);
+  InternodeBench b(cfg);
+  for (uint64_t row = 0; row < 3; ++row) ASSERT_TRUE(b.line(0, 2, row));  // full: leaves at 0
+  ASSERT_TRUE(b.line(0, 3, 7));                                            // alone: leaves at 500 ns
+  b.sim.run();
+  const InternodeCounters& n = b.paths[0]->counters();
+  EXPECT_EQ(n.rdma_messages, 2u);
+  EXPECT_EQ(n.rdma_lines, 4u);
+  EXPECT_EQ(n.rdma_bytes, 432u + 144u);
+  EXPECT_EQ(n.merge_timeouts, 1u);
+  ASSERT_EQ(b.landed.size(), 4u);
+  // 0 -> 2 (one leaf): 458 wire bytes at 50 GB/s = 9160 ps, then the last (only) packet's
+  // 9160 ps, 2 x (300 + 300) ns, 2 cables, 1 switch: 1468320 ps; the three lines land together.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(b.landed[i].gpu, 2);
+    EXPECT_EQ(b.landed[i].row_id, static_cast<uint64_t>(i));
+    EXPECT_EQ(b.landed[i].at.ps(), 1468320);
+  }
+  // 0 -> 3 (rail 0 to rail 1, over a spine) from 500 ns: 170 B = 3400 ps twice, 1.2 us,
+  // 4 cables, 3 switches: 500000 + 3400 + 3400 + 1200000 + 200000 + 450000.
+  EXPECT_EQ(b.landed[3].gpu, 3);
+  EXPECT_EQ(b.landed[3].at.ps(), 2356800);
+}
+
+TEST(InternodePath, RailSendsToTheSameRailGpuWhichForwardsOverNvlink) {
+  InternodeConfig cfg;
+  cfg.route = InternodeRoute::Rail;
+  cfg.relay_cycles = 1;
+  InternodeBench b(cfg);
+  EXPECT_EQ(b.paths[0]->first_hop(3), 2);  // node 1, rail 0
+  EXPECT_EQ(b.paths[1]->first_hop(2), 3);  // node 1, rail 1
+  EXPECT_EQ(b.paths[0]->first_hop(1), 1);  // inside the node: NVLink
+  ASSERT_TRUE(b.line(0, 3, 5));
+  b.sim.run();
+  EXPECT_EQ(b.paths[0]->counters().rdma_messages, 1u);
+  EXPECT_EQ(b.paths[2]->counters().forwarded_lines, 1u);
+  EXPECT_EQ(b.paths[2]->counters().rdma_messages, 0u);
+  ASSERT_EQ(b.landed.size(), 1u);
+  EXPECT_EQ(b.landed[0].gpu, 3);
+  EXPECT_EQ(b.landed[0].src, 0);  // the producer, not the relay
+  // RDMA 0 -> 2: 154 B = 3080 ps twice + 1.2 us + 2 cables + 1 switch = 1456160 ps; the relay's
+  // next 1 GHz edge (1457000) + 1 cycle = 1458000; NVLink 2 -> 3: 144 wire bytes over 4 planes
+  // (720 ps), the last packet on one plane (2880 ps), 2 x 250 ns + 100 ns switch.
+  EXPECT_EQ(b.landed[0].at.ps(), 1458000 + 720 + 2880 + 600000);
+  EXPECT_EQ(b.paths[2]->relay_peak_bytes(), 128u);
 }
 
 }  // namespace

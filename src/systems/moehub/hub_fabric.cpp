@@ -27,6 +27,11 @@ uint64_t mask_of(uint64_t offset_in_line, uint64_t bytes, uint32_t granule) {
   return ones << first;
 }
 
+// The GPU a hub packet is for: its MallocID's, or the GPU bits of its peer address.
+int destination_of(const HubPacket& h) {
+  return h.rowsp ? static_cast<int>(h.malloc_id.gpu()) : static_cast<int>(h.address >> kGpuShift);
+}
+
 }  // namespace
 
 uint64_t HubTag::st_rowsp(MallocId id, uint64_t row_id, uint64_t row_offset, bool nop) {
@@ -80,6 +85,7 @@ class HubFabric::Ingress final : public PacketReceiver {
 
   void deliver(Packet&& packet) override {
     if (packet.kind != PacketKind::Write && packet.kind != PacketKind::RowSparseWrite) return;
+    if (packet.header == kLineMessageHeader) return unpack(static_cast<uint32_t>(packet.cookie));
     // The packet carries what the destination hub needs: the store's encoding in its header,
     // the line's RowOffset in its cookie and the line's validity mask.
     const HubTag t = HubTag::decode(packet.header);
@@ -106,6 +112,10 @@ class HubFabric::Ingress final : public PacketReceiver {
       land_plain(src, (h.address & kLocalMask) + first, h.payload_bytes, h.valid_mask, false);
     }
   }
+
+  // A message of the internode path: its lines in the order they were appended, each placed
+  // here or, at a relay, sent on to its GPU; the landed reports name the producing GPU.
+  void unpack(uint32_t id);
 
   // A store of this GPU to its own memory: no fabric, the whole store at once.
   void local(const HubTag& t, uint32_t bytes) {
@@ -209,19 +219,32 @@ class HubFabric::FabricPort final : public PacketPort, public RoomListener, publ
  public:
   FabricPort(HubFabric& fabric, int g) : f_(fabric), g_(g) {}
 
+  // hub.internode.route nic or rail: every packet goes through the internode path.
+  void use(InternodePath* path) { path_ = path; }
+
   bool can_send(uint32_t peer, uint32_t payload_bytes) const override {
+    // The internode path asks the packet's own path in try_send (a partition may hold packets to
+    // two GPUs); a merged line needs no window until its message leaves.
+    if (path_) return f_.hub_.internode.merge || f_.cluster_.network().can_send_any(g_, payload_bytes, PacketKind::Write);
     // Room is per path: one egress FIFO for every peer at packet fidelity, the NVLink or the
     // NIC window at flow fidelity (both kinds of write are request-class traffic).
     return f_.cluster_.network().can_send_to(g_, static_cast<int>(peer), payload_bytes, PacketKind::Write);
   }
 
   bool accepts_nothing(uint32_t payload_bytes) const override {
+    if (path_ && f_.hub_.internode.merge) return false;
     return !f_.cluster_.network().can_send_any(g_, payload_bytes, PacketKind::Write);
   }
 
   bool try_send(const HubPacket& h) override {
     // The destination is in the packet: the MallocID's GPU, or the GPU bits of a peer address.
-    const int dst = h.rowsp ? static_cast<int>(h.malloc_id.gpu()) : static_cast<int>(h.address >> kGpuShift);
+    const int dst = destination_of(h);
+    if (path_) {
+      if (!path_->try_send(h, dst)) return false;
+      ++n_.packets;
+      n_.payload_bytes += h.payload_bytes;
+      return true;
+    }
     if (!can_send(h.peer, h.payload_bytes)) return false;
     Packet p;
     p.src = g_;
@@ -240,6 +263,7 @@ class HubFabric::FabricPort final : public PacketPort, public RoomListener, publ
   }
 
   void notify_when_ready(uint32_t peer, Callback ready) override {
+    if (path_) return path_->wait_room(std::move(ready));
     // The network keeps one request per listener and path; any room wakes every waiter, and
     // a waiter whose path is still closed asks again.
     room_waiters_.push_back(std::move(ready));
@@ -262,6 +286,7 @@ class HubFabric::FabricPort final : public PacketPort, public RoomListener, publ
 
   HubFabric& f_;
   int g_;
+  InternodePath* path_ = nullptr;
   std::vector<Callback> room_scratch_;
   std::vector<Callback> room_waiters_;
   EgressCounters n_;
@@ -397,11 +422,28 @@ class HubFabric::SmPort final : public gpu::StorePort {
 // The three parts of one GPU's hub (the SM side refers to the other two).
 class HubFabric::Node {
  public:
-  Node(HubFabric& fabric, int g) : ingress(fabric, g), port(fabric, g), sm(fabric, g, port, ingress) {}
+  Node(HubFabric& fabric, int g) : ingress(fabric, g), port(fabric, g), sm(fabric, g, port, ingress) {
+    if (fabric.hub_.internode.route == InternodeRoute::Direct) return;
+    const NetConfig& net = fabric.cluster_.network().config();
+    internode = std::make_unique<InternodePath>(fabric.cluster_.sim(), fabric.cluster_.network(), fabric.hub_, g,
+                                                net.scale_out() ? net.gpus_per_node : net.gpus, fabric.messages_, &port);
+    port.use(internode.get());
+  }
   Ingress ingress;
   FabricPort port;
   SmPort sm;
+  std::unique_ptr<InternodePath> internode;  // hub.internode.route nic or rail
 };
+
+void HubFabric::Ingress::unpack(uint32_t id) {
+  const LineMessage m = f_.messages_.take(id);
+  ++f_.unpacked_;
+  for (const HubPacket& h : m.lines) {
+    const int dst = destination_of(h);
+    if (dst == g_) arrive(m.src, h);
+    else f_.nodes_[g_]->internode->forward(m.src, h, dst);
+  }
+}
 
 HubFabric::HubFabric(Cluster& cluster, const HubConfig& hub, const HubFabricConfig& config, HubListener& listener)
     : cluster_(cluster),
@@ -441,6 +483,20 @@ AddressAllocationUnit& HubFabric::aau(int g) { return nodes_.at(g)->ingress.aau(
 
 void HubFabric::flush(int g) {
   if (auto* r = nodes_.at(g)->sm.rpm()) r->flush();
+  if (auto& path = nodes_.at(g)->internode) path->flush();
+}
+
+std::vector<std::string> HubFabric::internode_violations() const {
+  std::vector<std::string> v;
+  uint64_t sent = 0;
+  for (int g = 0; g < nodes_.size(); ++g) {
+    const auto& path = nodes_[g]->internode;
+    if (!path) continue;
+    sent += path->counters().messages;
+    if (!path->idle()) v.push_back(fmt::format("GPU {}'s internode path still holds lines after the run", g));
+  }
+  if (sent != unpacked_) v.push_back(fmt::format("{} internode messages sent, {} read by the hubs", sent, unpacked_));
+  return v;
 }
 
 const CounterTable<EgressCounters>& EgressCounters::table() {
@@ -454,7 +510,12 @@ const CounterTable<EgressCounters>& EgressCounters::table() {
 HubFabricCounters HubFabric::counters() const {
   HubFabricCounters c;
   if (cfg_.rpm) c.rpm.emplace();
+  if (hub_.internode.route != InternodeRoute::Direct) c.internode.emplace();
   for (const auto& node : nodes_) {
+    if (const auto& path = node->internode) {
+      InternodeCounters::table().add(*c.internode, path->counters());
+      c.relay_peak_bytes = std::max(c.relay_peak_bytes, path->relay_peak_bytes());
+    }
     AauCounters::table().add(c.aau, node->ingress.aau().counters());
     if (auto* r = node->sm.rpm(); r && c.rpm) RpmCounters::table().add(*c.rpm, r->counters());
     EgressCounters::table().add(c.egress, node->port.counters());

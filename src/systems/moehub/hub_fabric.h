@@ -22,6 +22,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "gpu/store_port.h"
@@ -34,6 +35,7 @@
 #include "net/packet.h"
 #include "sim/per_gpu.h"
 #include "sim/slab.h"
+#include "systems/moehub/internode_path.h"
 
 namespace moehub {
 
@@ -94,6 +96,8 @@ struct HubFabricCounters {
   AauCounters aau;
   std::optional<RpmCounters> rpm;
   EgressCounters egress;
+  std::optional<InternodeCounters> internode;  // only with hub.internode.route nic or rail
+  uint64_t relay_peak_bytes = 0;                // the most one relay held (max over GPUs)
 };
 
 class HubFabric {
@@ -107,6 +111,9 @@ class HubFabric {
   AddressAllocationUnit& aau(int g);
   // Every partly merged RPM entry may leave (a fence or kernel end); no-op without RPMs.
   void flush(int g);
+
+  // After a run: what the internode paths left undone (messages open, unread or not forwarded).
+  std::vector<std::string> internode_violations() const;
 
   // Totals over every GPU's hub: AAU, RPM (none on the direct path), egress.
   HubFabricCounters counters() const;
@@ -125,6 +132,8 @@ class HubFabric {
   HubFabricConfig cfg_;
   HubListener& listener_;
   RowspRegistry registry_;
+  Slab<LineMessage> messages_;  // internode path: lines of the messages in flight
+  uint64_t unpacked_ = 0;       // internode messages the ingresses have read
   PerGpu<std::unique_ptr<Node>> nodes_;
 };
 

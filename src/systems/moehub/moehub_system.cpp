@@ -352,6 +352,7 @@ std::vector<std::string> MoeHubSystemImpl::conservation_violations(Cluster& clus
   for (int g = 0; g < cluster.gpus(); ++g) placed += fabric_->aau(g).counters().rows_allocated;
   const auto rows = static_cast<uint64_t>(cluster.workload().routing().rows());
   if (placed != rows) v.push_back(fmt::format("{} rows placed by the AAUs for {} routed rows", placed, rows));
+  for (std::string& s : fabric_->internode_violations()) v.push_back(std::move(s));
   for (int g = 0; g < gpus_.size(); ++g) {
     for (const auto* dam : {gpus_[g].dam_gemm1.get(), gpus_[g].dam_scaling.get()}) {
       if (dam && !dam->every_group_signalled_once()) v.push_back(fmt::format("a DAM group of GPU {} was not signalled exactly once", g));
@@ -401,6 +402,10 @@ nlohmann::json MoeHubSystemImpl::stats(Cluster& cluster) {
     hub["dam_retired_groups"] = dam.retired_groups;
   }
   if (!selectors_.empty()) hub["replica"] = replica_stats(cluster);
+  if (f.internode) {
+    hub["internode"] = InternodeCounters::table().to_json(*f.internode);
+    hub["internode"]["relay_peak_bytes"] = f.relay_peak_bytes;
+  }
   hub["region_capacity_rows"] = capacity_;
   hub["gemm1_tiles_per_dam_group"] = tiles_per_group_;
   // Per GPU: when its first GEMM1 tile started and when its last dispatched row landed
