@@ -5,14 +5,18 @@
 // runs each point as its own moehub process (so a user can rerun any point by hand), prints
 // measured, simulated and error per point, then the mean absolute error per source and
 // overall. A point whose measurement was the input of a constant (`input_to`) is shown but not
-// counted; one the simulator cannot run yet says why (`unsupported`).
+// counted; one the simulator cannot run yet says why (`unsupported`). `--jobs` points run at a
+// time (default one per core); the output and the error reported do not depend on it.
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
@@ -21,6 +25,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 #include <toml++/toml.h>
 
 #include "cli/command.h"
@@ -141,8 +146,10 @@ std::string run_self(const Point& p, const std::string& config_dir) {
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
+  // Close-on-exec: a point started at the same time on another thread must not inherit these
+  // pipes' write ends (their reader would wait for that process too).
   int out[2], err[2];
-  if (pipe(out) != 0 || pipe(err) != 0) throw std::runtime_error("accuracy: pipe failed");
+  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("accuracy: pipe failed");
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
@@ -203,6 +210,35 @@ Outcome evaluate(const Point& p, const std::string& config_dir) {
   o.error = (*o.simulated - p.value) / p.value;
   o.status = p.input_to.empty() ? "compared" : "input";
   return o;
+}
+
+// Every point's outcome in point order, `jobs` points at a time. Points are taken in order and
+// none is started after a failure, so the error thrown is the first in point order, as with one job.
+std::vector<Outcome> evaluate_all(const std::vector<Point>& points, const std::string& config_dir, unsigned jobs) {
+  std::vector<std::optional<Outcome>> outcomes(points.size());
+  std::vector<std::exception_ptr> errors(points.size());
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  const auto work = [&] {
+    for (size_t i; !failed && (i = next++) < points.size();) {
+      try {
+        outcomes[i] = evaluate(points[i], config_dir);
+      } catch (...) {
+        errors[i] = std::current_exception();
+        failed = true;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < std::min<size_t>(jobs, points.size()); ++t) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  std::vector<Outcome> out;
+  for (const std::optional<Outcome>& o : outcomes) out.push_back(*o);
+  return out;
 }
 
 struct Summary {
@@ -296,14 +332,18 @@ void add_accuracy_command(CLI::App& app, CliContext& ctx) {
   auto* cmd = app.add_subcommand("accuracy", "Run every published real-hardware point and print the simulator's error");
   auto format = std::make_shared<std::string>("table");
   auto dir = std::make_shared<std::string>();
+  auto jobs = std::make_shared<int>(0);
   cmd->add_option("--format", *format, "Output format")->check(CLI::IsMember({"table", "json", "csv", "md"}));
   cmd->add_option("--points", *dir, "Folder of point files (default: <config-dir>/accuracy)");
-  cmd->callback([&ctx, format, dir] {
-    ctx.action = [&ctx, format, dir]() -> int {
+  auto* jobs_option = cmd->add_option("--jobs", *jobs, "Points run at a time (default: one per core)");
+  cmd->callback([&ctx, format, dir, jobs, jobs_option] {
+    const bool jobs_given = jobs_option->count() > 0;
+    ctx.action = [&ctx, format, dir, jobs, jobs_given]() -> int {
+      if (jobs_given && *jobs < 1) throw UserError("--jobs", fmt::format("expected a positive number of jobs, got {}", *jobs));
+      const unsigned n = jobs_given ? static_cast<unsigned>(*jobs) : std::max(1u, std::thread::hardware_concurrency());
       const std::filesystem::path folder = dir->empty() ? std::filesystem::path(ctx.config_dir) / "accuracy" : std::filesystem::path(*dir);
       const std::vector<Point> points = load_points(folder);
-      std::vector<Outcome> outcomes;
-      for (const Point& p : points) outcomes.push_back(evaluate(p, ctx.config_dir));
+      const std::vector<Outcome> outcomes = evaluate_all(points, ctx.config_dir, n);
       if (*format == "json") std::cout << to_json(outcomes).dump(2) << "\n";
       else if (*format == "csv") print_csv(outcomes);
       else print_text(outcomes, *format == "md");

@@ -87,6 +87,26 @@ TEST(CliAccuracy, BadPointFilesAreOneLineErrors) {
   expect_error("failing", failing, "point gemm: its run failed: ");
 }
 
+// Points run `--jobs` at a time: the output is the same, and the error is the first failing point's.
+TEST(CliAccuracy, JobsChangeNeitherTheOutputNorTheErrorReported) {
+  const auto renamed = [](std::string text, const std::string& id, bool failing) {
+    text.replace(text.find("\"gemm\""), 6, "\"" + id + "\"");
+    if (failing) text.replace(text.find("\"4096\", \"--n\""), 6, "\"-1\"");
+    return text;
+  };
+  const std::string good = points_dir("jobs", std::string(kPoint) + renamed(kPoint, "second", false) + renamed(kPoint, "third", false));
+  const moehub_test::Result one = moehub_test::moehub({"accuracy", "--points", good, "--jobs", "1", "--format", "json"});
+  ASSERT_EQ(one.status, 0) << one.err;
+  EXPECT_EQ(moehub_test::moehub({"accuracy", "--points", good, "--jobs", "3", "--format", "json"}).out, one.out);
+  const std::string bad = points_dir("jobs_bad", std::string(kPoint) + renamed(kPoint, "second", true) + renamed(kPoint, "third", true));
+  const moehub_test::Result r = moehub_test::moehub({"accuracy", "--points", bad, "--jobs", "3"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("point second: its run failed: "), std::string::npos) << r.err;
+  const moehub_test::Result zero = moehub_test::moehub({"accuracy", "--points", good, "--jobs", "0"});
+  EXPECT_EQ(zero.status, 2);
+  EXPECT_EQ(zero.err, "moehub: error: --jobs: expected a positive number of jobs, got 0\n");
+}
+
 }  // namespace
 
 namespace {
