@@ -8,7 +8,9 @@
 // counted; one the simulator cannot run yet says why (`unsupported`). `--jobs` points run at a
 // time (default one per core); the output and the error reported do not depend on it.
 
+#include <cerrno>
 #include <fcntl.h>
+#include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -149,7 +151,12 @@ std::string run_self(const Point& p, const std::string& config_dir) {
   // Close-on-exec: a point started at the same time on another thread must not inherit these
   // pipes' write ends (their reader would wait for that process too).
   int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("accuracy: pipe failed");
+  if (pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("accuracy: pipe failed");
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    close(out[0]);
+    close(out[1]);
+    throw std::runtime_error("accuracy: pipe failed");
+  }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
@@ -161,16 +168,33 @@ std::string run_self(const Point& p, const std::string& config_dir) {
   posix_spawn_file_actions_destroy(&fa);
   close(out[1]);
   close(err[1]);
-  if (rc != 0) throw std::runtime_error("accuracy: cannot start moehub");
-  const auto drain = [](int fd) {
-    std::string s;
-    char buf[65536];
-    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) s.append(buf, static_cast<size_t>(n));
-    close(fd);
-    return s;
-  };
-  std::string text = drain(out[0]);
-  const std::string errors = drain(err[0]);
+  if (rc != 0) {
+    close(out[0]);
+    close(err[0]);
+    throw std::runtime_error("accuracy: cannot start moehub");
+  }
+  // Both pipes at once: a child that fills one while the other is read would block forever.
+  std::string text, errors;
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  std::string* sinks[2] = {&text, &errors};
+  for (int open_fds = 2; open_fds > 0;) {
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error("accuracy: poll failed");
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buf[65536];
+      const ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        close(fds[i].fd);
+        fds[i].fd = -1;  // poll ignores negative descriptors
+        --open_fds;
+      }
+    }
+  }
   int status = 0;
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
