@@ -227,8 +227,14 @@ class HubFabric::FabricPort final : public PacketPort, public RoomListener, publ
     // two GPUs); a merged line needs no window until its message leaves.
     if (path_) return f_.hub_.internode.merge || f_.cluster_.network().can_send_any(g_, payload_bytes, PacketKind::Write);
     // Room is per path: one egress FIFO for every peer at packet fidelity, the NVLink or the
-    // NIC window at flow fidelity (both kinds of write are request-class traffic).
-    return f_.cluster_.network().can_send_to(g_, static_cast<int>(peer), payload_bytes, PacketKind::Write);
+    // NIC window at flow fidelity (both kinds of write are request-class traffic). `peer` is a
+    // rank offset or an RPM partition, not a GPU: inside one node every GPU shares the NVLink
+    // window, across nodes a partition may hold lines for both paths, so try_send asks the
+    // line's own path.
+    const Network& net = f_.cluster_.network();
+    if (net.config().scale_out()) return net.can_send_any(g_, payload_bytes, PacketKind::Write);
+    (void)peer;
+    return net.can_send_to(g_, g_, payload_bytes, PacketKind::Write);
   }
 
   bool accepts_nothing(uint32_t payload_bytes) const override {
@@ -245,7 +251,8 @@ class HubFabric::FabricPort final : public PacketPort, public RoomListener, publ
       n_.payload_bytes += h.payload_bytes;
       return true;
     }
-    if (!can_send(h.peer, h.payload_bytes)) return false;
+    last_dst_ = dst;
+    if (!f_.cluster_.network().can_send_to(g_, dst, h.payload_bytes, PacketKind::Write)) return false;
     Packet p;
     p.src = g_;
     p.dst = dst;
@@ -266,8 +273,11 @@ class HubFabric::FabricPort final : public PacketPort, public RoomListener, publ
     if (path_) return path_->wait_room(std::move(ready));
     // The network keeps one request per listener and path; any room wakes every waiter, and
     // a waiter whose path is still closed asks again.
+    // Waited on the path of the last line offered: after a refusal that path is closed; after
+    // can_send or accepts_nothing said no, every path of this GPU is.
+    (void)peer;
     room_waiters_.push_back(std::move(ready));
-    f_.cluster_.network().request_room_to(g_, static_cast<int>(peer), this);
+    f_.cluster_.network().request_room_to(g_, last_dst_ < 0 ? g_ : last_dst_, this);
   }
 
   void on_room(int) override { run_waiters(room_waiters_, room_scratch_); }
@@ -289,6 +299,7 @@ class HubFabric::FabricPort final : public PacketPort, public RoomListener, publ
   InternodePath* path_ = nullptr;
   std::vector<Callback> room_scratch_;
   std::vector<Callback> room_waiters_;
+  int last_dst_ = -1;  // the destination of the last line offered to try_send
   EgressCounters n_;
 };
 
