@@ -221,11 +221,14 @@ class HubFabric::FabricPort final : public PacketPort, public RoomListener, publ
 
   // hub.internode.route nic or rail: every packet goes through the internode path.
   void use(InternodePath* path) { path_ = path; }
+  // Lines are merged only across nodes: on one node nothing crosses, and a port that always
+  // says yes would only have its packets built and refused (review, session 24).
+  bool merges() const { return f_.hub_.internode.merge && f_.cluster_.network().config().scale_out(); }
 
   bool can_send(uint32_t peer, uint32_t payload_bytes) const override {
     // The internode path asks the packet's own path in try_send (a partition may hold packets to
     // two GPUs); a merged line needs no window until its message leaves.
-    if (path_) return f_.hub_.internode.merge || f_.cluster_.network().can_send_any(g_, payload_bytes, PacketKind::Write);
+    if (path_) return merges() || f_.cluster_.network().can_send_any(g_, payload_bytes, PacketKind::Write);
     // Room is per path: one egress FIFO for every peer at packet fidelity, the NVLink or the
     // NIC window at flow fidelity (both kinds of write are request-class traffic). `peer` is a
     // rank offset or an RPM partition, not a GPU: inside one node every GPU shares the NVLink
@@ -238,7 +241,7 @@ class HubFabric::FabricPort final : public PacketPort, public RoomListener, publ
   }
 
   bool accepts_nothing(uint32_t payload_bytes) const override {
-    if (path_ && f_.hub_.internode.merge) return false;
+    if (path_ && merges()) return false;
     return !f_.cluster_.network().can_send_any(g_, payload_bytes, PacketKind::Write);
   }
 
