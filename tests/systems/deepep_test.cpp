@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <stdexcept>
 
 #include "platform/network_store_port.h"
 #include "systems/deepep/deepep_internode_plan.h"
@@ -400,6 +401,26 @@ TEST(DeepEpLowLatency, ASlowNicBoundsTheDispatchByItsWireBytes) {
   EXPECT_GT(worst, 100e-6);  // 128 tokens x 2 slots, about half remote: the wire time dominates
   EXPECT_GE(span, worst);
   EXPECT_LE(span, worst + 110.0 / bw + 5e-6);
+}
+
+// The kernels' signals count one layer up from zero and are never cleared (DeepEP clears its
+// counters for the next launch, internode_ll.cu:343-350): a second dispatch or combine on a GPU
+// is refused, each kernel once per GPU is fine. moehub runs one layer per run (layer_done).
+TEST(DeepEpLowLatency, ASecondLayerOnTheSameSignalsIsRefused) {
+  SystemRun r("deepep", ll(), false);
+  const DeepEpLlPlan p = make_deepep_ll_plan(r.workload, 128);
+  LlKernelConfig k;
+  k.row_bytes = 128;
+  k.msg_bytes = 84;
+  k.recv_row_bytes = 72;
+  DeepEpLowLatency kernels(*r.cluster, p, k, {});
+  EXPECT_NO_THROW(kernels.dispatch(0));
+  EXPECT_NO_THROW(kernels.combine(0));
+  EXPECT_NO_THROW(kernels.dispatch(1));
+  EXPECT_THROW(kernels.dispatch(0), std::logic_error);
+  EXPECT_THROW(kernels.combine(0), std::logic_error);
+  EXPECT_NO_THROW(kernels.combine(1));
+  EXPECT_THROW(kernels.dispatch(1), std::logic_error);
 }
 
 TEST(DeepEpLowLatency, WhatDeepEpRefusesIsRefusedBeforeItRuns) {

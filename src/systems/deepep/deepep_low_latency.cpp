@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "sim/error.h"
 
@@ -142,6 +143,7 @@ DeepEpLowLatency::DeepEpLowLatency(Cluster& cluster, const DeepEpLlPlan& plan, L
     s.dispatch_grid = gp.create_signal("deepep ll dispatch grid sync");
     s.combine_grid = gp.create_signal("deepep ll combine grid sync");
     sig_.push_back(std::move(s));
+    issued_.push_back(0);
   }
 }
 
@@ -179,8 +181,24 @@ gpu::KernelSpec DeepEpLowLatency::kernel(int g, const char* name, uint32_t block
   return spec;
 }
 
-gpu::KernelSpec DeepEpLowLatency::dispatch(int g) { return kernel(g, "deepep_ll_dispatch", grids_[g].dispatch_sms, true); }
-gpu::KernelSpec DeepEpLowLatency::combine(int g) { return kernel(g, "deepep_ll_combine", grids_[g].combine_sms, false); }
+gpu::KernelSpec DeepEpLowLatency::dispatch(int g) {
+  once(g, 1, "dispatch");
+  return kernel(g, "deepep_ll_dispatch", grids_[g].dispatch_sms, true);
+}
+
+gpu::KernelSpec DeepEpLowLatency::combine(int g) {
+  once(g, 2, "combine");
+  return kernel(g, "deepep_ll_combine", grids_[g].combine_sms, false);
+}
+
+// A second launch would wait on thresholds the first one already reached (header: one layer).
+void DeepEpLowLatency::once(int g, uint8_t bit, const char* what) {
+  if (issued_[g] & bit) {
+    throw std::logic_error(std::string("DeepEP low-latency: ") + what + " issued twice on GPU " + std::to_string(g) +
+                           "; its signals are never cleared (one layer per run)");
+  }
+  issued_[g] = static_cast<uint8_t>(issued_[g] | bit);
+}
 
 // ---- dispatch (internode_ll.cu:129-463) ----
 

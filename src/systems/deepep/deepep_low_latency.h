@@ -86,6 +86,10 @@ class DeepEpLowLatency {
   // num_device_sms = the GPU's SMs; `tokens` the rank's tokens (combine's receiver grid).
   static LlGrid grid(int64_t experts, int64_t tokens, uint32_t device_sms);
 
+  // One layer each: the signals below count up from zero and are never cleared, where DeepEP
+  // clears its counters for the next launch (internode_ll.cu:343-350, next_clean :285-290 and
+  // its double buffers, deep_ep.cpp low_latency_buffer_idx). moehub simulates one layer per
+  // run (Cluster::layer_done), so a second dispatch or combine on a GPU is a logic_error.
   gpu::KernelSpec dispatch(int g);
   gpu::KernelSpec combine(int g);
 
@@ -103,6 +107,7 @@ class DeepEpLowLatency {
   // a local flag add, a thread-block store over NVLink, or an RDMA put (or atomic) through the
   // NIC. The step the issuing CTA takes.
   gpu::Step write(int src, int dst, uint64_t bytes, gpu::SignalId signal);
+  void once(int g, uint8_t bit, const char* what);
 
   Cluster& cluster_;
   const DeepEpLlPlan& plan_;
@@ -117,6 +122,7 @@ class DeepEpLowLatency {
     gpu::SignalId dispatch_grid = 0, combine_grid = 0;
   };
   PerGpu<Signals> sig_;
+  PerGpu<uint8_t> issued_;  // bit 0: dispatch built, bit 1: combine built
 };
 
 }  // namespace moehub
