@@ -87,8 +87,8 @@ class DeepEpLowLatency {
   static LlGrid grid(int64_t experts, int64_t tokens, uint32_t device_sms);
 
   // One layer each: the signals below count up from zero and are never cleared, where DeepEP
-  // clears its counters for the next launch (internode_ll.cu:343-350, next_clean :285-290 and
-  // its double buffers, deep_ep.cpp low_latency_buffer_idx). moehub simulates one layer per
+  // clears its counters for the next launch (internode_ll.cu:343-350, next_clean :287-290 and
+  // its double buffers, deep_ep.cpp:1453-1454). moehub simulates one layer per
   // run (Cluster::layer_done), so a second dispatch or combine on a GPU is a logic_error.
   gpu::KernelSpec dispatch(int g);
   gpu::KernelSpec combine(int g);
