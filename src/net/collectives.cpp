@@ -13,6 +13,9 @@ namespace {
 // line is its own ready signal. An LL pair (<= 16 KiB per channel) fits one LL step
 // (LL buffer / NCCL_STEPS = 64 KiB of lines), so it never waits for a slot's return.
 constexpr uint64_t kLLWireFactor = 16 / 8;
+// The tail and head are uint64_t step counters written with st.relaxed.sys.global.u64
+// (NVIDIA/nccl 5067397c src/device/op128.h:378-380): one 8-byte store each.
+constexpr uint32_t kFlagBytes = 8;
 }  // namespace
 
 std::vector<int> nccl_p2p_deltas(int n) {
@@ -56,8 +59,15 @@ AllToAll::AllToAll(Network& net, Simulator& sim, const NcclConfig& config) : net
   if (cfg_.chunk_bytes == 0 || cfg_.steps < 1 || cfg_.channels_per_peer < 1) {
     throw std::logic_error("AllToAll: chunk, steps and channels must be positive");
   }
-  // The receiver's head (slot freed) update is a store crossing the fabric back to the sender.
+  // Paths without per-step stores (PXN relays, the net transport across nodes): the
+  // receiver's head update crossing back to the sender, as an unloaded header-only packet.
   slot_return_ = net.config().unloaded_packet_latency(0);
+  // The sender's fence (fence.acq_rel.sys before the tail store, prims_simple.h:166-171)
+  // orders the step's writes before the tail: it passes once they are acknowledged. Without
+  // write acks (or in the flow fidelity, which has no packets) it passes at their delivery.
+  data_.complete_on_ack = net.config().write_ack;
+  flag_.packet_payload = kFlagBytes;
+  flag_.kind = PacketKind::Flag;
 }
 
 PerPair<uint64_t> AllToAll::uniform(int gpus, uint64_t bytes_per_gpu) {
@@ -91,9 +101,21 @@ void AllToAll::add_pair(int src, int dst, uint64_t total) {
   const bool ll = nccl_pair_uses_ll(cfg_, total, channels);
   const uint64_t per = (total + static_cast<uint64_t>(channels) - 1) / static_cast<uint64_t>(channels);
   const uint64_t share = (per + packet - 1) / packet * packet;
+  const NetConfig& net = net_.config();
+  // NVLink p2p (write mode on Hopper: graph/paths.cc:416-417 enables read only for sm_80) uses
+  // the per-step stores; LL needs none, the net transport across nodes is another protocol.
+  const bool one_node = !net.scale_out() || src / net.gpus_per_node == dst / net.gpus_per_node;
   for (uint64_t off = 0; off < total; off += share) {
-    conns_.push_back(Connection{src, dst, std::min(share, total - off), 0, ll, nccl_pxn_relay(net_.config(), cfg_, src, dst)});
-    outstanding_bytes_ += conns_.back().left;
+    Connection conn;
+    conn.src = src;
+    conn.dst = dst;
+    conn.bytes = std::min(share, total - off);
+    conn.left = conn.bytes;
+    conn.ll = ll;
+    conn.signalled = !ll && one_node;
+    conn.relay = nccl_pxn_relay(net, cfg_, src, dst);
+    conns_.push_back(conn);
+    outstanding_bytes_ += conn.bytes;
   }
 }
 
@@ -103,6 +125,7 @@ void AllToAll::launch() {
     sim_.schedule_in(Time::zero(), std::move(on_complete_));
     return;
   }
+  fenced_.assign(conns_.size() * static_cast<size_t>(cfg_.steps), 0);
   for (size_t c = 0; c < conns_.size(); ++c) issue(c);
 }
 
@@ -136,6 +159,11 @@ void AllToAll::issue(size_t c) {
     const uint64_t chunk = std::min(conn.left, cfg_.chunk_bytes);
     conn.left -= chunk;
     ++conn.in_flight;
+    if (conn.signalled) {
+      const uint64_t step = conn.issued++;
+      net_.stream(conn.src, conn.dst, chunk, priority_, data_, [this, c, step] { fenced(c, step); });
+      continue;
+    }
     const uint64_t wire = conn.ll ? chunk * kLLWireFactor : chunk;
     if (conn.relay == conn.src) {
       net_.transfer(conn.src, conn.dst, wire, priority_, [this, c, chunk] { chunk_delivered(c, chunk); });
@@ -149,14 +177,53 @@ void AllToAll::issue(size_t c) {
   }
 }
 
-void AllToAll::chunk_delivered(size_t c, uint64_t bytes) {
+bool AllToAll::received(uint64_t bytes) {
   outstanding_bytes_ -= bytes;
-  if (outstanding_bytes_ == 0) {
-    finish_ = sim_.now();
-    Callback done = std::move(on_complete_);
-    done();
-    return;
+  if (outstanding_bytes_ > 0) return false;
+  finish_ = sim_.now();
+  Callback done = std::move(on_complete_);
+  done();
+  return true;
+}
+
+void AllToAll::fenced(size_t c, uint64_t step) {
+  const size_t slots = static_cast<size_t>(cfg_.steps);
+  fenced_[c * slots + step % slots] = 1;
+  Connection& conn = conns_[c];
+  // One thread posts the tails in step order (postPeer after each step's barrier), so a step
+  // whose writes were acknowledged early waits for the steps before it.
+  while (conn.posted < conn.issued && fenced_[c * slots + conn.posted % slots] != 0) {
+    fenced_[c * slots + conn.posted % slots] = 0;
+    const uint64_t tail = ++conn.posted;
+    net_.stream(conn.src, conn.dst, kFlagBytes, priority_, flag_, [this, c, tail] { tail_landed(c, tail); });
   }
+}
+
+void AllToAll::tail_landed(size_t c, uint64_t tail) {
+  // The receiver polls its tail (waitPeer, prims_simple.h:107-108); stores of the same counter
+  // may land out of order on different planes, and the largest value covers the ones before.
+  while (conns_[c].seen < tail) {
+    Connection& conn = conns_[c];
+    const uint64_t step = conn.seen++;
+    const uint64_t bytes = std::min(cfg_.chunk_bytes, conn.bytes - step * cfg_.chunk_bytes);
+    // After reading the slot the receiver stores its head into the sender's memory
+    // (postPeer, no fence on the receive side); the sender reuses the slot when it lands.
+    if (conn.left > 0) {
+      net_.stream(conn.dst, conn.src, kFlagBytes, priority_, flag_, [this, c] {
+        --conns_[c].in_flight;
+        issue(c);
+      });
+    } else {
+      // Nothing more to send: the store still crosses the fabric, nobody waits for it.
+      --conn.in_flight;
+      net_.stream(conn.dst, conn.src, kFlagBytes, priority_, flag_, [] {});
+    }
+    if (received(bytes)) return;
+  }
+}
+
+void AllToAll::chunk_delivered(size_t c, uint64_t bytes) {
+  if (received(bytes)) return;
   if (conns_[c].left == 0) {
     --conns_[c].in_flight;
     return;

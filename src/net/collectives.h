@@ -2,9 +2,14 @@
 // Collectives the MoE systems use, on the transfer and packet interfaces:
 //  - NCCL-style all-to-all(v) (docs/research/systems.md section 7): the quadratic peer order
 //    of NCCL's p2p schedule (7.2); each peer's data split over up to `channels_per_peer`
-//    connections, fewer for a small share (7.3, nccl_pair_channels); each connection moves 512 KiB chunks through a FIFO of `steps` slots (7.4), so at
-//    most `steps` chunks are in flight per connection and a slot is reused only after the
-//    receiver's head update has crossed back to the sender; the self copy stays off the fabric.
+//    connections, fewer for a small share (7.3, nccl_pair_channels); each connection moves
+//    512 KiB chunks (steps) through a FIFO of `steps` slots (7.4), so at most `steps` chunks
+//    are in flight per connection; the self copy stays off the fabric.
+//    Simple over NVLink (p2p write mode, prims_simple.h postPeer/waitPeer) signals each step
+//    op by op: the sender's fence waits until the step's writes are acknowledged, then it
+//    stores the step counter (the tail, 8 B) into the receiver's memory; the receiver reads
+//    the step once that store has landed and stores its head (8 B) back into the sender's
+//    memory, which frees the slot. Both stores are packets of the network like any other.
 //    A pair small enough for NCCL's LL protocol sends 16-byte lines of 8 data bytes and a flag:
 //    twice its bytes on the wire, in one step (no slot to wait for).
 //    Across nodes with PXN (the NCCL default) a pair whose GPUs sit on different rails goes
@@ -76,19 +81,34 @@ class AllToAll {
     uint64_t left = 0;  // bytes not yet handed to the network
     int in_flight = 0;
     bool ll = false;  // LL protocol: every data byte costs kLLWireFactor bytes on the wire
+    bool signalled = false;  // Simple over NVLink: fence, tail store and head store per step
     int relay = 0;    // nccl_pxn_relay: src, or the GPU whose NIC sends this connection's chunks
+    uint64_t bytes = 0;   // this connection's share (the size of its last step follows from it)
+    uint64_t issued = 0;  // signalled: steps whose data has been issued
+    uint64_t posted = 0;  // steps whose tail store the sender has issued (in step order)
+    uint64_t seen = 0;    // steps whose tail store has landed at the receiver
   };
   void begin(int priority, Callback on_complete);
   void add_pair(int src, int dst, uint64_t total);  // its connections, channel by channel
   void launch();                                    // issues every connection, in order
   void issue(size_t conn);
   void chunk_delivered(size_t conn, uint64_t bytes);
+  // Signalled connections: step `step`'s writes are acknowledged (its fence may pass); the
+  // tail store with value `tail` has landed at the receiver.
+  void fenced(size_t conn, uint64_t step);
+  void tail_landed(size_t conn, uint64_t tail);
+  // Counts delivered bytes; true if they completed the collective (its callback has run and
+  // may have started the next one: the caller must not touch its connections).
+  bool received(uint64_t bytes);
 
   Network& net_;
   Simulator& sim_;
   NcclConfig cfg_;
   Time slot_return_;
+  StreamOptions data_;  // signalled steps: complete when every write is acknowledged (the fence)
+  StreamOptions flag_;  // a tail or head store: one 8-byte write
   std::vector<Connection> conns_;
+  std::vector<uint8_t> fenced_;  // per connection, per slot: the step there has passed its fence
   uint64_t outstanding_bytes_ = 0;
   int priority_ = 0;
   bool started_ = false;
