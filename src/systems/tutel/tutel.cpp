@@ -26,6 +26,7 @@
 #include "platform/moe_system.h"
 #include "platform/nccl_group_call.h"
 #include "platform/shared_kernels.h"
+#include "systems/tutel/tutel_2dh.h"
 #include "systems/tutel/tutel_capacity.h"
 #include "systems/tutel/tutel_functional.h"
 #include "systems/tutel/tutel_gate.h"
@@ -46,6 +47,10 @@ ParamTable<TutelConfig> tutel_table() {
   t.choice("systems.tutel.expert_ffn", &TutelConfig::expert_ffn, {"plain", "model"},
            "Tutel's experts: plain = its 'ffn' type (fc1, activation, fc2; no gate projection) as the MoE-Hub "
            "authors' harness builds it; model = the model preset's experts (gated GEMM1 when model.gated)");
+  t.choice("systems.tutel.a2a_algo", &TutelConfig::a2a_algo, {"linear", "2dh"},
+           "Tutel's all-to-all at overlap degree 1: linear = one all_to_all_single over every GPU; 2dh = "
+           "use_2dh=True, between nodes over same-local-rank GPUs, then inside the node, then a swapaxes copy "
+           "(default linear: MOELayer's use_2dh=False, tutel@71db950 tutel/impls/moe_layer.py:81)");
   t.integer("systems.tutel.nccl_cta_threads", [](TutelConfig& c) -> uint32_t& { return c.nccl.threads; },
             "Threads per NCCL CTA")
       .at_least(32)
@@ -151,13 +156,22 @@ class TutelSystem final : public MoeSystem {
     for (int s = 0; s < n_; ++s) {
       for (int d = 0; d < n_; ++d) bytes(s, d) = u(local(d)) * u(chunk_) * row;
     }
-    for (int i = 0; i < degree_; ++i) {
-      scatter_.push_back(std::make_unique<NcclGroupCall>(c, fmt::format("tutel_a2a_scatter_{}", i), bytes, cfg_.nccl));
-      gather_.push_back(std::make_unique<NcclGroupCall>(c, fmt::format("tutel_a2a_gather_{}", i), bytes.transposed(), cfg_.nccl));
+    if (cfg_.a2a_algo == "2dh") {
+      start_2dh(c);
+    } else {
+      start_linear(c, bytes);
     }
     if (cfg_.capacity_factor <= 0) {
       // simple_all_reduce(MAX) of one int32, modelled as each GPU sending it to every GPU.
       capacity_reduce_ = std::make_unique<NcclGroupCall>(c, "tutel_capacity_allreduce", PerPair<uint64_t>(n_, kIndexBytes), cfg_.nccl);
+    }
+    for (int g = 0; g < n_; ++g) issue(g);
+  }
+
+  void start_linear(Cluster& c, const PerPair<uint64_t>& bytes) {
+    for (int i = 0; i < degree_; ++i) {
+      scatter_.push_back(std::make_unique<NcclGroupCall>(c, fmt::format("tutel_a2a_scatter_{}", i), bytes, cfg_.nccl));
+      gather_.push_back(std::make_unique<NcclGroupCall>(c, fmt::format("tutel_a2a_gather_{}", i), bytes.transposed(), cfg_.nccl));
     }
     fn_ = TutelFunctional::make(c, *slots_, chunk_);
     for (int i = 0; i < degree_; ++i) {
@@ -166,7 +180,67 @@ class TutelSystem final : public MoeSystem {
       gather_[u(i)]->set_hooks([this, i](int s, int d) { fn_->gather(s, d, i, false); },
                                [this, i](int s, int d) { fn_->gather(s, d, i, true); });
     }
-    for (int g = 0; g < n_; ++g) issue(g);
+    first_scatter_ = scatter_.front().get();
+    first_gather_ = gather_.front().get();
+  }
+
+  // use_2dh at degree 1 (tutel_2dh.h): four calls, each on its own NCCL communicator in Tutel
+  // (dist.new_group); here on the world's, with the pairs outside the group at zero bytes.
+  // Functional rows: read from the source when its inter-node send starts, written into the
+  // expert's GPU when the relay's intra-node send is delivered (the relay's buffer is not
+  // modelled; that the inter-node leg arrived first is checked).
+  void start_2dh(Cluster& c) {
+    const NetConfig& net = c.network().config();
+    per_node_ = net.scale_out() ? net.gpus_per_node : n_;
+    if (degree_ > 1) {
+      throw UserError("systems.tutel.a2a_algo",
+                      "2dh with overlap_degree > 1 (the extension's nccl_all_to_all_2d_async) is not modelled");
+    }
+    std::vector<int64_t> locals;
+    for (int g = 0; g < n_; ++g) locals.push_back(local(g));
+    const Tutel2dhSteps st = tutel_2dh_steps(locals, per_node_, u(capacity_) * c.model().row_bytes());
+    fn_ = TutelFunctional::make(c, *slots_, chunk_);
+    const bool one_node = per_node_ == n_;
+    arrived_ = PerPair<char>(n_, 0);
+    if (!one_node) {
+      inter_scatter_ = std::make_unique<NcclGroupCall>(c, "tutel_a2a_2dh_inter_scatter", st.dispatch_inter, cfg_.nccl);
+      inter_gather_ = std::make_unique<NcclGroupCall>(c, "tutel_a2a_2dh_inter_gather", st.combine_inter, cfg_.nccl);
+      inter_scatter_->set_hooks([this](int s, int r) { relay_read(s, r, true); }, [this](int s, int r) { arrived_(s, r) |= 1; });
+      inter_gather_->set_hooks([this](int s, int r) { relay_read(s, r, false); }, [this](int s, int r) { arrived_(s, r) |= 2; });
+    }
+    scatter_.push_back(std::make_unique<NcclGroupCall>(c, "tutel_a2a_2dh_intra_scatter", st.dispatch_intra, cfg_.nccl));
+    gather_.push_back(std::make_unique<NcclGroupCall>(c, "tutel_a2a_2dh_intra_gather", st.combine_intra, cfg_.nccl));
+    scatter_[0]->set_hooks([this, one_node](int r, int d) { if (one_node) fn_->scatter(r, d, 0, false); },
+                           [this](int r, int d) { relay_write(r, d, true); });
+    gather_[0]->set_hooks([this, one_node](int r, int d) { if (one_node) fn_->gather(r, d, 0, false); },
+                          [this](int r, int d) { relay_write(r, d, false); });
+    first_scatter_ = one_node ? scatter_[0].get() : inter_scatter_.get();
+    first_gather_ = one_node ? gather_[0].get() : inter_gather_.get();
+  }
+
+  // The inter-node leg s -> r starts: s's rows for every GPU on r's node are read.
+  void relay_read(int s, int r, bool dispatch) {
+    for (int d = r / per_node_ * per_node_; d < (r / per_node_ + 1) * per_node_; ++d) {
+      if (dispatch) {
+        fn_->scatter(s, d, 0, false);
+      } else {
+        fn_->gather(s, d, 0, false);
+      }
+    }
+  }
+
+  // The intra-node leg r -> d is delivered: every row that reached r for d lands in d.
+  void relay_write(int r, int d, bool dispatch) {
+    for (int s = r % per_node_; s < n_; s += per_node_) {
+      if (per_node_ != n_ && (arrived_(s, r) & (dispatch ? 1 : 2)) == 0) {
+        throw std::logic_error(fmt::format("tutel 2dh: rows of GPU {} left relay {} before they arrived", s, r));
+      }
+      if (dispatch) {
+        fn_->scatter(s, d, 0, true);
+      } else {
+        fn_->gather(s, d, 0, true);
+      }
+    }
   }
 
   nlohmann::json stats(Cluster& c) override {
@@ -179,7 +253,7 @@ class TutelSystem final : public MoeSystem {
         }
       }
     }
-    return {{"capacity", capacity_},
+    nlohmann::json out = {{"capacity", capacity_},
             {"capacity_factor", cfg_.capacity_factor},
             {"overlap_degree", degree_},
             {"expert_ffn", c.model().gated ? "gated" : "plain"},
@@ -188,6 +262,8 @@ class TutelSystem final : public MoeSystem {
             {"expert_slots", slots},
             {"padding_rows", padded},
             {"host_syncs_per_gpu", cfg_.capacity_factor > 0 ? 0 : 1}};
+    if (cfg_.a2a_algo != "linear") out["a2a_algo"] = cfg_.a2a_algo;  // linear runs print as before
+    return out;
   }
 
  private:
@@ -220,6 +296,8 @@ class TutelSystem final : public MoeSystem {
 
     if (degree_ > 1) {
       issue_overlapped(g, k);
+    } else if (cfg_.a2a_algo == "2dh") {
+      issue_unpipelined_2dh(g, k);
     } else {
       issue_unpipelined(g, k);
     }
@@ -301,6 +379,71 @@ class TutelSystem final : public MoeSystem {
     permute_copy(g, k, 0, false);  // input.view, permute, then simple_all_to_all's contiguous
     all_to_all_single(g, ns, *gather_[0], [this, g] { mark_combine(g, 0); });
     host.framework_op();  // local_input.view
+  }
+
+  // Degree 1 with use_2dh: `C.all_to_all(y, 1, 0, use_2dh=True)` = PrimAllToAll2D.apply
+  // (communicate.py:348-360): all_to_all over the data group, then over the model group, each
+  // the degree-1 sequence above (contiguous, all_to_all_single, permute copy, view; between
+  // nodes skipped on one node: transform returns its input for a group of one, :423-425), then
+  // view, swapaxes, `contiguous` (a copy of the whole buffer; none on one node, where the
+  // swapped axis has size 1) and view. The combine `C.all_to_all(y, 0, 1, use_2dh=True)`: per
+  // group the permute copy before all_to_all_single and the view after, then the same swap.
+  void issue_unpipelined_2dh(int g, const SharedKernels& k) {
+    Cluster& c = *cluster_;
+    gpu::Host& host = c.host(g);
+    gpu::Stream& ns = c.gpu(g).create_stream("process_group_nccl");
+    const bool nodes = per_node_ != n_;
+    host.framework_op();  // PrimAllToAll2D.apply
+    if (nodes) {
+      host.framework_op();  // contiguous
+      all_to_all_single(g, ns, *inter_scatter_, [this, g] { mark_dispatch(g, -1); });
+      relayout_copy(g, k, "tutel_2dh_inter_permute", nullptr);
+      host.framework_op();  // view
+    }
+    host.framework_op();  // contiguous
+    all_to_all_single(g, ns, *scatter_[0], [this, g] { mark_dispatch(g, 0); });
+    // The rows reach the expert layout with the last copy: the swap's, or this one on one node.
+    const auto to_experts = [this, g] { fn_->pre_permute(g, 0); };
+    relayout_copy(g, k, "tutel_2dh_intra_permute", nodes ? Callback() : Callback(to_experts));
+    host.framework_op();  // view
+    swap_copy(g, k, nodes ? Callback(to_experts) : Callback());
+    issue_experts(g, k, 0);
+    host.framework_op();  // PrimAllToAll2D.apply
+    relayout_copy(g, k, "tutel_2dh_combine_permute", [this, g] { fn_->post_permute(g, 0); });
+    if (nodes) {
+      all_to_all_single(g, ns, *inter_gather_, [this, g] { mark_combine(g, -1); });
+      host.framework_op();  // view
+      relayout_copy(g, k, "tutel_2dh_combine_permute", nullptr);
+    }
+    all_to_all_single(g, ns, *gather_[0], [this, g] { mark_combine(g, 0); });
+    host.framework_op();  // view
+    swap_copy(g, k, nullptr);
+  }
+
+  // A view, permute and `contiguous` of the whole [E * capacity, H] buffer (the copy inside
+  // each of PrimAllToAll2D's all_to_alls); `done` moves functional rows, if any.
+  void relayout_copy(int g, const SharedKernels& k, const char* name, Callback done) {
+    Cluster& c = *cluster_;
+    c.host(g).framework_op();  // view
+    c.host(g).framework_op();  // permute
+    gpu::KernelSpec copy = k.permute(g, u(local(g)) * u(n_) * u(chunk_), name);
+    copy.on_done = std::move(done);
+    c.op(g, c.stream(g), Activity::DataShuffle, std::move(copy));
+  }
+
+  // PrimAllToAll2D's view, swapaxes, contiguous, view: a copy only with more than one node.
+  void swap_copy(int g, const SharedKernels& k, Callback done) {
+    Cluster& c = *cluster_;
+    c.host(g).framework_op();  // view
+    c.host(g).framework_op();  // swapaxes
+    if (per_node_ != n_) {
+      gpu::KernelSpec copy = k.permute(g, u(local(g)) * u(n_) * u(chunk_), "tutel_2dh_swapaxes");
+      copy.on_done = std::move(done);
+      c.op(g, c.stream(g), Activity::DataShuffle, std::move(copy));
+    } else {
+      c.host(g).framework_op();  // contiguous: already contiguous
+    }
+    c.host(g).framework_op();  // view
   }
 
   // simple_all_to_all(background=True) after its `input.contiguous()`, and its f_async
@@ -446,14 +589,15 @@ class TutelSystem final : public MoeSystem {
     host.framework_op();  // .to(original_dtype): already bf16
   }
 
+  // i = -1: 2dh's inter-node call, which opens the phase and never ends it.
   void mark_dispatch(int g, int i) {
     PhaseMarks& p = cluster_->phases(g);
-    if (i == 0) p.dispatch_start = scatter_[0]->resident_at(g);
+    if (i <= 0 && !p.dispatch_start) p.dispatch_start = first_scatter_->resident_at(g);
     if (i == degree_ - 1) p.dispatch_end = cluster_->sim().now();
   }
   void mark_combine(int g, int i) {
     PhaseMarks& p = cluster_->phases(g);
-    if (i == 0) p.combine_start = gather_[0]->resident_at(g);
+    if (i <= 0 && !p.combine_start) p.combine_start = first_gather_->resident_at(g);
     if (i == degree_ - 1) p.combine_end = cluster_->sim().now();
   }
 
@@ -467,6 +611,13 @@ class TutelSystem final : public MoeSystem {
   std::unique_ptr<TutelSlots> slots_;
   std::vector<std::unique_ptr<NcclGroupCall>> scatter_, gather_;
   std::unique_ptr<NcclGroupCall> capacity_reduce_;
+  // 2dh: the inter-node calls (none on one node; scatter_/gather_ hold the intra-node ones),
+  // GPUs per node (LOCAL_SIZE), and which inter-node legs have arrived (bit 1 dispatch, 2 combine).
+  std::unique_ptr<NcclGroupCall> inter_scatter_, inter_gather_;
+  int per_node_ = 0;
+  PerPair<char> arrived_;
+  NcclGroupCall* first_scatter_ = nullptr;  // the call whose residency opens the phase
+  NcclGroupCall* first_gather_ = nullptr;
   std::unique_ptr<TutelFunctional> fn_;  // does nothing in timing-only runs
 };
 
