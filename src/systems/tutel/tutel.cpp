@@ -141,61 +141,81 @@ class TutelSystem final : public MoeSystem {
     first_gather_ = gather_.front().get();
   }
 
-  // use_2dh at degree 1 (tutel_2dh.h): four calls, each on its own NCCL communicator in Tutel
-  // (dist.new_group); here on the world's, with the pairs outside the group at zero bytes.
-  // Functional rows: read from the source when its inter-node send starts, written into the
-  // expert's GPU when the relay's intra-node send is delivered (the relay's buffer is not
-  // modelled; that the inter-node leg arrived first is checked).
+  // use_2dh (tutel_2dh.h): per chunk a first and a second leg per direction, each call on its
+  // own NCCL communicator in Tutel (dist.new_group, or the extension's one comm); here on the
+  // world's, the pairs outside the group at zero bytes. Degree 1 (PrimAllToAll2D) goes between
+  // nodes first, the extension (d > 1) inside the node first; on one node only the
+  // intra-node call runs, as a flat one. Functional rows: read from the source when its first
+  // leg starts, written into the destination when the relay's second leg is delivered (the
+  // relay's buffer is not modelled; that the first leg arrived is checked).
   void start_2dh(Cluster& c) {
     const NetConfig& net = c.network().config();
     per_node_ = net.scale_out() ? net.gpus_per_node : n_;
-    if (degree_ > 1) {
-      throw UserError("systems.tutel.a2a_algo",
-                      "2dh with overlap_degree > 1 (the extension's nccl_all_to_all_2d_async) is not modelled");
-    }
     std::vector<int64_t> locals;
     for (int g = 0; g < n_; ++g) locals.push_back(local(g));
-    const Tutel2dhSteps st = tutel_2dh_steps(locals, per_node_, u(capacity_) * c.model().row_bytes());
+    const uint64_t slots = u(chunk_) * c.model().row_bytes();
+    const Tutel2dhSteps st = degree_ == 1 ? tutel_2dh_steps(locals, per_node_, slots)
+                                          : tutel_2dh_extension_steps(locals, per_node_, slots);
     fn_ = TutelFunctional::make(c, *slots_, chunk_);
-    const bool one_node = per_node_ == n_;
-    arrived_ = PerPair<char>(n_, 0);
-    if (!one_node) {
-      inter_scatter_ = std::make_unique<NcclGroupCall>(c, "tutel_a2a_2dh_inter_scatter", st.dispatch_inter, cfg_.nccl);
-      inter_gather_ = std::make_unique<NcclGroupCall>(c, "tutel_a2a_2dh_inter_gather", st.combine_inter, cfg_.nccl);
-      inter_scatter_->set_hooks([this](int s, int r) { relay_read(s, r, true); }, [this](int s, int r) { arrived_(s, r) |= 1; });
-      inter_gather_->set_hooks([this](int s, int r) { relay_read(s, r, false); }, [this](int s, int r) { arrived_(s, r) |= 2; });
+    const bool one_node = per_node_ == n_, inter_first = degree_ == 1;
+    arrived_.assign(u(degree_), PerPair<char>(n_, 0));
+    for (int i = 0; i < degree_; ++i) {
+      const auto name = [i](const char* leg) { return fmt::format("tutel_a2a_2dh_{}_{}", leg, i); };
+      scatter_.push_back(std::make_unique<NcclGroupCall>(c, name("intra_scatter"), st.dispatch_intra, cfg_.nccl));
+      gather_.push_back(std::make_unique<NcclGroupCall>(c, name("intra_gather"), st.combine_intra, cfg_.nccl));
+      if (one_node) {
+        scatter_[u(i)]->set_hooks([this, i](int s, int d) { fn_->scatter(s, d, i, false); },
+                                  [this, i](int s, int d) { fn_->scatter(s, d, i, true); });
+        gather_[u(i)]->set_hooks([this, i](int s, int d) { fn_->gather(s, d, i, false); },
+                                 [this, i](int s, int d) { fn_->gather(s, d, i, true); });
+        continue;
+      }
+      inter_scatter_.push_back(std::make_unique<NcclGroupCall>(c, name("inter_scatter"), st.dispatch_inter, cfg_.nccl));
+      inter_gather_.push_back(std::make_unique<NcclGroupCall>(c, name("inter_gather"), st.combine_inter, cfg_.nccl));
+      NcclGroupCall& first_s = inter_first ? *inter_scatter_.back() : *scatter_.back();
+      NcclGroupCall& second_s = inter_first ? *scatter_.back() : *inter_scatter_.back();
+      NcclGroupCall& first_g = inter_first ? *inter_gather_.back() : *gather_.back();
+      NcclGroupCall& second_g = inter_first ? *gather_.back() : *inter_gather_.back();
+      first_s.set_hooks([this, i](int s, int r) { first_leg(s, r, i, true); }, [this, i](int s, int r) { arrived_[u(i)](s, r) |= 1; });
+      first_g.set_hooks([this, i](int s, int r) { first_leg(s, r, i, false); }, [this, i](int s, int r) { arrived_[u(i)](s, r) |= 2; });
+      second_s.set_hooks(nullptr, [this, i](int r, int d) { second_leg(r, d, i, true); });
+      second_g.set_hooks(nullptr, [this, i](int r, int d) { second_leg(r, d, i, false); });
     }
-    scatter_.push_back(std::make_unique<NcclGroupCall>(c, "tutel_a2a_2dh_intra_scatter", st.dispatch_intra, cfg_.nccl));
-    gather_.push_back(std::make_unique<NcclGroupCall>(c, "tutel_a2a_2dh_intra_gather", st.combine_intra, cfg_.nccl));
-    scatter_[0]->set_hooks([this, one_node](int r, int d) { if (one_node) fn_->scatter(r, d, 0, false); },
-                           [this](int r, int d) { relay_write(r, d, true); });
-    gather_[0]->set_hooks([this, one_node](int r, int d) { if (one_node) fn_->gather(r, d, 0, false); },
-                          [this](int r, int d) { relay_write(r, d, false); });
-    first_scatter_ = one_node ? scatter_[0].get() : inter_scatter_.get();
-    first_gather_ = one_node ? gather_[0].get() : inter_gather_.get();
+    first_scatter_ = one_node || !inter_first ? scatter_[0].get() : inter_scatter_[0].get();
+    first_gather_ = one_node || !inter_first ? gather_[0].get() : inter_gather_[0].get();
   }
 
-  // The inter-node leg s -> r starts: s's rows for every GPU on r's node are read.
-  void relay_read(int s, int r, bool dispatch) {
-    for (int d = r / per_node_ * per_node_; d < (r / per_node_ + 1) * per_node_; ++d) {
+  // The GPUs on r's node (same_node) or of r's local rank on every node.
+  std::vector<int> peers(int r, bool same_node) const {
+    std::vector<int> out;
+    for (int g = 0; g < n_; ++g) {
+      if (same_node ? g / per_node_ == r / per_node_ : g % per_node_ == r % per_node_) out.push_back(g);
+    }
+    return out;
+  }
+
+  // The first leg s -> r of chunk i starts: s's rows for every GPU it reaches via r are read
+  // (degree 1: r's node; the extension: r's local rank).
+  void first_leg(int s, int r, int i, bool dispatch) {
+    for (int d : peers(r, degree_ == 1)) {
       if (dispatch) {
-        fn_->scatter(s, d, 0, false);
+        fn_->scatter(s, d, i, false);
       } else {
-        fn_->gather(s, d, 0, false);
+        fn_->gather(s, d, i, false);
       }
     }
   }
 
-  // The intra-node leg r -> d is delivered: every row that reached r for d lands in d.
-  void relay_write(int r, int d, bool dispatch) {
-    for (int s = r % per_node_; s < n_; s += per_node_) {
-      if (per_node_ != n_ && (arrived_(s, r) & (dispatch ? 1 : 2)) == 0) {
+  // The second leg r -> d is delivered: every row that reached r for d lands in d.
+  void second_leg(int r, int d, int i, bool dispatch) {
+    for (int s : peers(r, degree_ > 1)) {
+      if ((arrived_[u(i)](s, r) & (dispatch ? 1 : 2)) == 0) {
         throw std::logic_error(fmt::format("tutel 2dh: rows of GPU {} left relay {} before they arrived", s, r));
       }
       if (dispatch) {
-        fn_->scatter(s, d, 0, true);
+        fn_->scatter(s, d, i, true);
       } else {
-        fn_->gather(s, d, 0, true);
+        fn_->gather(s, d, i, true);
       }
     }
   }
@@ -251,7 +271,9 @@ class TutelSystem final : public MoeSystem {
     }
     issue_encode(g, k, t);
 
-    if (degree_ > 1) {
+    if (degree_ > 1 && cfg_.a2a_algo == "2dh") {
+      issue_overlapped_2dh(g, k);
+    } else if (degree_ > 1) {
       issue_overlapped(g, k);
     } else if (cfg_.a2a_algo == "2dh") {
       issue_unpipelined_2dh(g, k);
@@ -309,6 +331,77 @@ class TutelSystem final : public MoeSystem {
     host.wait(s, combined);
   }
 
+  // a2a_ffn_overlap_forward with use_2dh (overlap.py:15-27, 36-47, 49-62): `input.split` along
+  // the capacity; per chunk CurrentStreamRelease (apply, `contiguous`: a copy, the chunk being a
+  // strided slice; record i on the compute stream), NcclStreamAcquire (Tutel's NCCL stream
+  // waits), AllToAll2DAsync, NcclStreamRelease (record on the NCCL stream); the experts per
+  // chunk as without 2dh; then per chunk NcclStreamAcquire, AllToAll2DAsync, NcclStreamRelease,
+  // CurrentStreamAcquire; finally `torch.cat` of the chunks (a copy). Each `.apply` one op.
+  void issue_overlapped_2dh(int g, const SharedKernels& k) {
+    Cluster& c = *cluster_;
+    gpu::Gpu& gpu = c.gpu(g);
+    gpu::Stream& s = c.stream(g);
+    gpu::Stream& ns = gpu.create_stream("tutel_nccl");
+    gpu::Host& host = c.host(g);
+    const uint64_t rows = u(local(g)) * u(n_) * u(chunk_);  // one chunk of [E, capacity, H]
+    std::vector<gpu::EventId> sent, computed, combined;
+    host.framework_op();  // input.split
+    for (int i = 0; i < degree_; ++i) {
+      const gpu::EventId ready = gpu.create_event(fmt::format("tutel_chunk_{}", i));
+      sent.push_back(gpu.create_event(fmt::format("tutel_scatter_{}", i)));
+      host.framework_op();  // CurrentStreamRelease.apply
+      c.op(g, s, Activity::DataShuffle, k.permute(g, rows, "tutel_2dh_chunk_contiguous"));
+      host.record(s, ready);
+      host.framework_op();  // NcclStreamAcquire.apply
+      host.wait(ns, ready);
+      all_to_all_2d(g, k, ns, i, true);
+      host.framework_op();  // NcclStreamRelease.apply
+      host.record(ns, sent.back());
+    }
+    for (int i = 0; i < degree_; ++i) {
+      computed.push_back(gpu.create_event(fmt::format("tutel_experts_{}", i)));
+      host.framework_op();  // CurrentStreamAcquire.apply
+      host.wait(s, sent[u(i)]);
+      permute_copy(g, k, i, true);
+      host.framework_op();  // pre_expert_permute's final view
+      issue_experts(g, k, i);
+      permute_copy(g, k, i, false);
+      host.framework_op();  // post_expert_permute's final view
+      stream_release(g, s, computed.back());
+    }
+    for (int i = 0; i < degree_; ++i) {
+      combined.push_back(gpu.create_event(fmt::format("tutel_gathered_{}", i)));
+      host.framework_op();  // NcclStreamAcquire.apply
+      host.wait(ns, computed[u(i)]);
+      all_to_all_2d(g, k, ns, i, false);
+      host.framework_op();  // NcclStreamRelease.apply
+      host.record(ns, combined.back());
+      host.framework_op();  // CurrentStreamAcquire.apply
+      host.wait(s, combined.back());
+    }
+    c.op(g, s, Activity::DataShuffle, k.permute(g, rows * u(degree_), "tutel_2dh_cat"));
+  }
+
+  // AllToAll2DAsync.apply and nccl_all_to_all_2d_async (custom/custom_kernel.cpp:570-640) on
+  // the NCCL stream: with more than one node a stride copy, the group inside the node, a
+  // stride copy, the group between nodes (raw launches from C++: no framework ops; the JIT
+  // memStrideCopyKernel timed as a permute copy of the chunk); on one node one flat group.
+  void all_to_all_2d(int g, const SharedKernels& k, gpu::Stream& ns, int i, bool dispatch) {
+    Cluster& c = *cluster_;
+    c.host(g).framework_op();  // AllToAll2DAsync.apply
+    const uint64_t rows = u(local(g)) * u(n_) * u(chunk_);
+    const bool nodes = per_node_ != n_;
+    NcclGroupCall& intra = dispatch ? *scatter_[u(i)] : *gather_[u(i)];
+    Callback done = [this, g, i, dispatch] { dispatch ? mark_dispatch(g, i) : mark_combine(g, i); };
+    if (nodes) c.launch(g, ns, Activity::DataShuffle, k.permute(g, rows, "tutel_2dh_stride_copy"));
+    c.host(g).nccl_call();
+    intra.launch(g, ns, nodes ? Callback() : std::move(done));
+    if (!nodes) return;
+    c.launch(g, ns, Activity::DataShuffle, k.permute(g, rows, "tutel_2dh_stride_copy"));
+    c.host(g).nccl_call();
+    (dispatch ? *inter_scatter_[u(i)] : *inter_gather_[u(i)]).launch(g, ns, std::move(done));
+  }
+
   // CurrentStreamRelease.apply (communicate.py:220-228): the apply, `input.contiguous()` of a
   // contiguous tensor (no kernel) and the extension's event record on the compute stream.
   void stream_release(int g, gpu::Stream& s, gpu::EventId event) {
@@ -353,7 +446,7 @@ class TutelSystem final : public MoeSystem {
     host.framework_op();  // PrimAllToAll2D.apply
     if (nodes) {
       host.framework_op();  // contiguous
-      all_to_all_single(g, ns, *inter_scatter_, [this, g] { mark_dispatch(g, -1); });
+      all_to_all_single(g, ns, *inter_scatter_[0], [this, g] { mark_dispatch(g, -1); });
       relayout_copy(g, k, "tutel_2dh_inter_permute", nullptr);
       host.framework_op();  // view
     }
@@ -368,7 +461,7 @@ class TutelSystem final : public MoeSystem {
     host.framework_op();  // PrimAllToAll2D.apply
     relayout_copy(g, k, "tutel_2dh_combine_permute", [this, g] { fn_->post_permute(g, 0); });
     if (nodes) {
-      all_to_all_single(g, ns, *inter_gather_, [this, g] { mark_combine(g, -1); });
+      all_to_all_single(g, ns, *inter_gather_[0], [this, g] { mark_combine(g, -1); });
       host.framework_op();  // view
       relayout_copy(g, k, "tutel_2dh_combine_permute", nullptr);
     }
@@ -568,11 +661,11 @@ class TutelSystem final : public MoeSystem {
   std::unique_ptr<TutelSlots> slots_;
   std::vector<std::unique_ptr<NcclGroupCall>> scatter_, gather_;
   std::unique_ptr<NcclGroupCall> capacity_reduce_;
-  // 2dh: the inter-node calls (none on one node; scatter_/gather_ hold the intra-node ones),
-  // GPUs per node (LOCAL_SIZE), and which inter-node legs have arrived (bit 1 dispatch, 2 combine).
-  std::unique_ptr<NcclGroupCall> inter_scatter_, inter_gather_;
+  // 2dh: per chunk the inter-node calls (none on one node; scatter_/gather_ hold the intra-node
+  // ones), GPUs per node (LOCAL_SIZE), and which first legs have arrived (bit 1 dispatch, 2 combine).
+  std::vector<std::unique_ptr<NcclGroupCall>> inter_scatter_, inter_gather_;
   int per_node_ = 0;
-  PerPair<char> arrived_;
+  std::vector<PerPair<char>> arrived_;
   NcclGroupCall* first_scatter_ = nullptr;  // the call whose residency opens the phase
   NcclGroupCall* first_gather_ = nullptr;
   std::unique_ptr<TutelFunctional> fn_;  // does nothing in timing-only runs

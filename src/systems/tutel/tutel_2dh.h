@@ -32,4 +32,15 @@ Tutel2dhSteps tutel_2dh_steps(const std::vector<int64_t>& local_experts, int per
 // The GPU through which a row from `src` reaches `dst` (both directions).
 inline int tutel_2dh_relay(int src, int dst, int per_node) { return dst / per_node * per_node + src % per_node; }
 
+// Overlap degree d > 1: per chunk `nccl_all_to_all_2d_async` (custom/custom_kernel.cpp:570-640),
+// the other order: a stride copy groups the W slices (slice j: rank j's rows) by local rank,
+// one NCCL group inside the node sends local GPU l the N slices of the ranks of local rank l, a
+// second stride copy groups them by node, one NCCL group between nodes sends each node's GPU
+// of the same local rank its L slices. A row from src reaches dst via (node of src, local rank
+// of dst). `chunk_bytes`: one expert's chunk of capacity slots; the `*_inter` steps run second.
+Tutel2dhSteps tutel_2dh_extension_steps(const std::vector<int64_t>& local_experts, int per_node, uint64_t chunk_bytes);
+inline int tutel_2dh_extension_relay(int src, int dst, int per_node) {
+  return src / per_node * per_node + dst % per_node;
+}
+
 }  // namespace moehub
