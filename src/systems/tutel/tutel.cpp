@@ -48,9 +48,10 @@ ParamTable<TutelConfig> tutel_table() {
            "Tutel's experts: plain = its 'ffn' type (fc1, activation, fc2; no gate projection) as the MoE-Hub "
            "authors' harness builds it; model = the model preset's experts (gated GEMM1 when model.gated)");
   t.choice("systems.tutel.a2a_algo", &TutelConfig::a2a_algo, {"linear", "2dh"},
-           "Tutel's all-to-all at overlap degree 1: linear = one all_to_all_single over every GPU; 2dh = "
-           "use_2dh=True, between nodes over same-local-rank GPUs, then inside the node, then a swapaxes copy "
-           "(default linear: MOELayer's use_2dh=False, tutel@71db950 tutel/impls/moe_layer.py:81)");
+           "Tutel's all-to-all: linear = one NCCL all-to-all over every GPU; 2dh = use_2dh=True, a leg between "
+           "nodes over same-local-rank GPUs and one inside the node with re-layout copies (degree 1: between "
+           "first; degree > 1: the extension, inside first); default linear: MOELayer's use_2dh=False, "
+           "tutel@71db950 tutel/impls/moe_layer.py:81");
   t.integer("systems.tutel.nccl_cta_threads", [](TutelConfig& c) -> uint32_t& { return c.nccl.threads; },
             "Threads per NCCL CTA")
       .at_least(32)
