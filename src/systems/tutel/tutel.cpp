@@ -26,6 +26,7 @@
 #include "platform/moe_system.h"
 #include "platform/nccl_group_call.h"
 #include "platform/shared_kernels.h"
+#include "systems/tutel/tutel_2dh.h"
 #include "systems/tutel/tutel_capacity.h"
 #include "systems/tutel/tutel_functional.h"
 #include "systems/tutel/tutel_gate.h"
@@ -46,6 +47,11 @@ ParamTable<TutelConfig> tutel_table() {
   t.choice("systems.tutel.expert_ffn", &TutelConfig::expert_ffn, {"plain", "model"},
            "Tutel's experts: plain = its 'ffn' type (fc1, activation, fc2; no gate projection) as the MoE-Hub "
            "authors' harness builds it; model = the model preset's experts (gated GEMM1 when model.gated)");
+  t.choice("systems.tutel.a2a_algo", &TutelConfig::a2a_algo, {"linear", "2dh"},
+           "Tutel's all-to-all: linear = one NCCL all-to-all over every GPU; 2dh = use_2dh=True, a leg between "
+           "nodes over same-local-rank GPUs and one inside the node with re-layout copies (degree 1: between "
+           "first; degree > 1: the extension, inside first); default linear: MOELayer's use_2dh=False, "
+           "tutel@71db950 tutel/impls/moe_layer.py:81");
   t.integer("systems.tutel.nccl_cta_threads", [](TutelConfig& c) -> uint32_t& { return c.nccl.threads; },
             "Threads per NCCL CTA")
       .at_least(32)
@@ -70,49 +76,6 @@ constexpr uint64_t kIndexBytes = 4;  // int32 indices and locations (fast_dispat
 uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
 
 }  // namespace
-
-std::vector<TutelDegreeEstimate> tutel_degree_estimates(const gpu::GpuConfig& gpu, const ModelShape& m, int64_t gpus,
-                                                        int64_t local_experts, double cf, int64_t tokens_per_gpu,
-                                                        int64_t max_rows, Bandwidth link_bandwidth) {
-  // scatter all-to-all, permute, GEMM1, bias add, activation, GEMM2, bias add, permute back,
-  // gather all-to-all
-  constexpr int kernels_per_chunk = 9;
-  const double hbm = static_cast<double>(gpu.hbm_achievable().bytes_per_second());
-  // One GEMM alone on the GPU: its tile waves (every tile takes the same time) or its operand
-  // traffic, whichever is longer.
-  const auto gemm_seconds = [&](uint64_t groups, uint64_t rows, uint64_t n, uint64_t k) {
-    const gpu::GemmModel g(gpu, gpu::GemmProblem{std::vector<uint64_t>(groups, rows), n, k, static_cast<uint32_t>(m.dtype_bytes)});
-    return std::max(static_cast<double>(g.waves()) * g.tile(0).compute.seconds(),
-                    static_cast<double>(g.hbm_bytes()) / hbm);
-  };
-  std::vector<TutelDegreeEstimate> out;
-  for (int d : {1, 2, 4, 8}) {
-    const int64_t cap = tutel_capacity(cf, tokens_per_gpu, m.experts(), m.top_k(), max_rows, d);
-    const int64_t rows = gpus * cap / d;
-    if (local_experts < 1 || rows < 1) break;
-    const double f = gemm_seconds(u(local_experts), u(rows), u(m.gemm1_cols()), u(m.hidden)) +
-                     gemm_seconds(u(local_experts), u(rows), u(m.hidden), u(m.ffn_hidden));
-    const double chunk_bytes = static_cast<double>((gpus - 1) * local_experts * (cap / d) * m.row_bytes());
-    const double c = chunk_bytes / static_cast<double>(link_bandwidth.bytes_per_second());
-    const double t = 2 * c + f + (d - 1) * std::max(2 * c, f) + d * kernels_per_chunk * gpu.launch_gap.seconds();
-    out.push_back({d, t});
-  }
-  return out;
-}
-
-int tutel_adaptive_degree(const gpu::GpuConfig& gpu, const ModelShape& m, int64_t gpus, int64_t local_experts, double cf,
-                          int64_t tokens_per_gpu, int64_t max_rows, Bandwidth link_bandwidth) {
-  int best = 1;
-  double best_t = std::numeric_limits<double>::infinity();
-  for (const TutelDegreeEstimate& e :
-       tutel_degree_estimates(gpu, m, gpus, local_experts, cf, tokens_per_gpu, max_rows, link_bandwidth)) {
-    if (e.seconds < best_t) {
-      best_t = e.seconds;
-      best = e.degree;
-    }
-  }
-  return best;
-}
 
 namespace {
 
@@ -151,13 +114,22 @@ class TutelSystem final : public MoeSystem {
     for (int s = 0; s < n_; ++s) {
       for (int d = 0; d < n_; ++d) bytes(s, d) = u(local(d)) * u(chunk_) * row;
     }
-    for (int i = 0; i < degree_; ++i) {
-      scatter_.push_back(std::make_unique<NcclGroupCall>(c, fmt::format("tutel_a2a_scatter_{}", i), bytes, cfg_.nccl));
-      gather_.push_back(std::make_unique<NcclGroupCall>(c, fmt::format("tutel_a2a_gather_{}", i), bytes.transposed(), cfg_.nccl));
+    if (cfg_.a2a_algo == "2dh") {
+      start_2dh(c);
+    } else {
+      start_linear(c, bytes);
     }
     if (cfg_.capacity_factor <= 0) {
       // simple_all_reduce(MAX) of one int32, modelled as each GPU sending it to every GPU.
       capacity_reduce_ = std::make_unique<NcclGroupCall>(c, "tutel_capacity_allreduce", PerPair<uint64_t>(n_, kIndexBytes), cfg_.nccl);
+    }
+    for (int g = 0; g < n_; ++g) issue(g);
+  }
+
+  void start_linear(Cluster& c, const PerPair<uint64_t>& bytes) {
+    for (int i = 0; i < degree_; ++i) {
+      scatter_.push_back(std::make_unique<NcclGroupCall>(c, fmt::format("tutel_a2a_scatter_{}", i), bytes, cfg_.nccl));
+      gather_.push_back(std::make_unique<NcclGroupCall>(c, fmt::format("tutel_a2a_gather_{}", i), bytes.transposed(), cfg_.nccl));
     }
     fn_ = TutelFunctional::make(c, *slots_, chunk_);
     for (int i = 0; i < degree_; ++i) {
@@ -166,7 +138,87 @@ class TutelSystem final : public MoeSystem {
       gather_[u(i)]->set_hooks([this, i](int s, int d) { fn_->gather(s, d, i, false); },
                                [this, i](int s, int d) { fn_->gather(s, d, i, true); });
     }
-    for (int g = 0; g < n_; ++g) issue(g);
+    first_scatter_ = scatter_.front().get();
+    first_gather_ = gather_.front().get();
+  }
+
+  // use_2dh (tutel_2dh.h): per chunk a first and a second leg per direction, each call on its
+  // own NCCL communicator in Tutel (dist.new_group, or the extension's one comm); here on the
+  // world's, the pairs outside the group at zero bytes. Degree 1 (PrimAllToAll2D) goes between
+  // nodes first, the extension (d > 1) inside the node first; on one node only the
+  // intra-node call runs, as a flat one. Functional rows: read from the source when its first
+  // leg starts, written into the destination when the relay's second leg is delivered (the
+  // relay's buffer is not modelled; that the first leg arrived is checked).
+  void start_2dh(Cluster& c) {
+    const NetConfig& net = c.network().config();
+    per_node_ = net.scale_out() ? net.gpus_per_node : n_;
+    std::vector<int64_t> locals;
+    for (int g = 0; g < n_; ++g) locals.push_back(local(g));
+    const uint64_t slots = u(chunk_) * c.model().row_bytes();
+    const Tutel2dhSteps st = degree_ == 1 ? tutel_2dh_steps(locals, per_node_, slots)
+                                          : tutel_2dh_extension_steps(locals, per_node_, slots);
+    fn_ = TutelFunctional::make(c, *slots_, chunk_);
+    const bool one_node = per_node_ == n_, inter_first = degree_ == 1;
+    arrived_.assign(u(degree_), PerPair<char>(n_, 0));
+    for (int i = 0; i < degree_; ++i) {
+      const auto name = [i](const char* leg) { return fmt::format("tutel_a2a_2dh_{}_{}", leg, i); };
+      scatter_.push_back(std::make_unique<NcclGroupCall>(c, name("intra_scatter"), st.dispatch_intra, cfg_.nccl));
+      gather_.push_back(std::make_unique<NcclGroupCall>(c, name("intra_gather"), st.combine_intra, cfg_.nccl));
+      if (one_node) {
+        scatter_[u(i)]->set_hooks([this, i](int s, int d) { fn_->scatter(s, d, i, false); },
+                                  [this, i](int s, int d) { fn_->scatter(s, d, i, true); });
+        gather_[u(i)]->set_hooks([this, i](int s, int d) { fn_->gather(s, d, i, false); },
+                                 [this, i](int s, int d) { fn_->gather(s, d, i, true); });
+        continue;
+      }
+      inter_scatter_.push_back(std::make_unique<NcclGroupCall>(c, name("inter_scatter"), st.dispatch_inter, cfg_.nccl));
+      inter_gather_.push_back(std::make_unique<NcclGroupCall>(c, name("inter_gather"), st.combine_inter, cfg_.nccl));
+      NcclGroupCall& first_s = inter_first ? *inter_scatter_.back() : *scatter_.back();
+      NcclGroupCall& second_s = inter_first ? *scatter_.back() : *inter_scatter_.back();
+      NcclGroupCall& first_g = inter_first ? *inter_gather_.back() : *gather_.back();
+      NcclGroupCall& second_g = inter_first ? *gather_.back() : *inter_gather_.back();
+      first_s.set_hooks([this, i](int s, int r) { first_leg(s, r, i, true); }, [this, i](int s, int r) { arrived_[u(i)](s, r) |= 1; });
+      first_g.set_hooks([this, i](int s, int r) { first_leg(s, r, i, false); }, [this, i](int s, int r) { arrived_[u(i)](s, r) |= 2; });
+      second_s.set_hooks(nullptr, [this, i](int r, int d) { second_leg(r, d, i, true); });
+      second_g.set_hooks(nullptr, [this, i](int r, int d) { second_leg(r, d, i, false); });
+    }
+    first_scatter_ = one_node || !inter_first ? scatter_[0].get() : inter_scatter_[0].get();
+    first_gather_ = one_node || !inter_first ? gather_[0].get() : inter_gather_[0].get();
+  }
+
+  // The GPUs on r's node (same_node) or of r's local rank on every node.
+  std::vector<int> peers(int r, bool same_node) const {
+    std::vector<int> out;
+    for (int g = 0; g < n_; ++g) {
+      if (same_node ? g / per_node_ == r / per_node_ : g % per_node_ == r % per_node_) out.push_back(g);
+    }
+    return out;
+  }
+
+  // The first leg s -> r of chunk i starts: s's rows for every GPU it reaches via r are read
+  // (degree 1: r's node; the extension: r's local rank).
+  void first_leg(int s, int r, int i, bool dispatch) {
+    for (int d : peers(r, degree_ == 1)) {
+      if (dispatch) {
+        fn_->scatter(s, d, i, false);
+      } else {
+        fn_->gather(s, d, i, false);
+      }
+    }
+  }
+
+  // The second leg r -> d is delivered: every row that reached r for d lands in d.
+  void second_leg(int r, int d, int i, bool dispatch) {
+    for (int s : peers(r, degree_ > 1)) {
+      if ((arrived_[u(i)](s, r) & (dispatch ? 1 : 2)) == 0) {
+        throw std::logic_error(fmt::format("tutel 2dh: rows of GPU {} left relay {} before they arrived", s, r));
+      }
+      if (dispatch) {
+        fn_->scatter(s, d, i, true);
+      } else {
+        fn_->gather(s, d, i, true);
+      }
+    }
   }
 
   nlohmann::json stats(Cluster& c) override {
@@ -179,7 +231,7 @@ class TutelSystem final : public MoeSystem {
         }
       }
     }
-    return {{"capacity", capacity_},
+    nlohmann::json out = {{"capacity", capacity_},
             {"capacity_factor", cfg_.capacity_factor},
             {"overlap_degree", degree_},
             {"expert_ffn", c.model().gated ? "gated" : "plain"},
@@ -188,6 +240,8 @@ class TutelSystem final : public MoeSystem {
             {"expert_slots", slots},
             {"padding_rows", padded},
             {"host_syncs_per_gpu", cfg_.capacity_factor > 0 ? 0 : 1}};
+    if (cfg_.a2a_algo != "linear") out["a2a_algo"] = cfg_.a2a_algo;  // linear runs print as before
+    return out;
   }
 
  private:
@@ -218,8 +272,12 @@ class TutelSystem final : public MoeSystem {
     }
     issue_encode(g, k, t);
 
-    if (degree_ > 1) {
+    if (degree_ > 1 && cfg_.a2a_algo == "2dh") {
+      issue_overlapped_2dh(g, k);
+    } else if (degree_ > 1) {
       issue_overlapped(g, k);
+    } else if (cfg_.a2a_algo == "2dh") {
+      issue_unpipelined_2dh(g, k);
     } else {
       issue_unpipelined(g, k);
     }
@@ -274,6 +332,77 @@ class TutelSystem final : public MoeSystem {
     host.wait(s, combined);
   }
 
+  // a2a_ffn_overlap_forward with use_2dh (overlap.py:15-27, 36-47, 49-62): `input.split` along
+  // the capacity; per chunk CurrentStreamRelease (apply, `contiguous`: a copy, the chunk being a
+  // strided slice; record i on the compute stream), NcclStreamAcquire (Tutel's NCCL stream
+  // waits), AllToAll2DAsync, NcclStreamRelease (record on the NCCL stream); the experts per
+  // chunk as without 2dh; then per chunk NcclStreamAcquire, AllToAll2DAsync, NcclStreamRelease,
+  // CurrentStreamAcquire; finally `torch.cat` of the chunks (a copy). Each `.apply` one op.
+  void issue_overlapped_2dh(int g, const SharedKernels& k) {
+    Cluster& c = *cluster_;
+    gpu::Gpu& gpu = c.gpu(g);
+    gpu::Stream& s = c.stream(g);
+    gpu::Stream& ns = gpu.create_stream("tutel_nccl");
+    gpu::Host& host = c.host(g);
+    const uint64_t rows = u(local(g)) * u(n_) * u(chunk_);  // one chunk of [E, capacity, H]
+    std::vector<gpu::EventId> sent, computed, combined;
+    host.framework_op();  // input.split
+    for (int i = 0; i < degree_; ++i) {
+      const gpu::EventId ready = gpu.create_event(fmt::format("tutel_chunk_{}", i));
+      sent.push_back(gpu.create_event(fmt::format("tutel_scatter_{}", i)));
+      host.framework_op();  // CurrentStreamRelease.apply
+      c.op(g, s, Activity::DataShuffle, k.permute(g, rows, "tutel_2dh_chunk_contiguous"));
+      host.record(s, ready);
+      host.framework_op();  // NcclStreamAcquire.apply
+      host.wait(ns, ready);
+      all_to_all_2d(g, k, ns, i, true);
+      host.framework_op();  // NcclStreamRelease.apply
+      host.record(ns, sent.back());
+    }
+    for (int i = 0; i < degree_; ++i) {
+      computed.push_back(gpu.create_event(fmt::format("tutel_experts_{}", i)));
+      host.framework_op();  // CurrentStreamAcquire.apply
+      host.wait(s, sent[u(i)]);
+      permute_copy(g, k, i, true);
+      host.framework_op();  // pre_expert_permute's final view
+      issue_experts(g, k, i);
+      permute_copy(g, k, i, false);
+      host.framework_op();  // post_expert_permute's final view
+      stream_release(g, s, computed.back());
+    }
+    for (int i = 0; i < degree_; ++i) {
+      combined.push_back(gpu.create_event(fmt::format("tutel_gathered_{}", i)));
+      host.framework_op();  // NcclStreamAcquire.apply
+      host.wait(ns, computed[u(i)]);
+      all_to_all_2d(g, k, ns, i, false);
+      host.framework_op();  // NcclStreamRelease.apply
+      host.record(ns, combined.back());
+      host.framework_op();  // CurrentStreamAcquire.apply
+      host.wait(s, combined.back());
+    }
+    c.op(g, s, Activity::DataShuffle, k.permute(g, rows * u(degree_), "tutel_2dh_cat"));
+  }
+
+  // AllToAll2DAsync.apply and nccl_all_to_all_2d_async (custom/custom_kernel.cpp:570-640) on
+  // the NCCL stream: with more than one node a stride copy, the group inside the node, a
+  // stride copy, the group between nodes (raw launches from C++: no framework ops; the JIT
+  // memStrideCopyKernel timed as a permute copy of the chunk); on one node one flat group.
+  void all_to_all_2d(int g, const SharedKernels& k, gpu::Stream& ns, int i, bool dispatch) {
+    Cluster& c = *cluster_;
+    c.host(g).framework_op();  // AllToAll2DAsync.apply
+    const uint64_t rows = u(local(g)) * u(n_) * u(chunk_);
+    const bool nodes = per_node_ != n_;
+    NcclGroupCall& intra = dispatch ? *scatter_[u(i)] : *gather_[u(i)];
+    Callback done = [this, g, i, dispatch] { dispatch ? mark_dispatch(g, i) : mark_combine(g, i); };
+    if (nodes) c.launch(g, ns, Activity::DataShuffle, k.permute(g, rows, "tutel_2dh_stride_copy"));
+    c.host(g).nccl_call();
+    intra.launch(g, ns, nodes ? Callback() : std::move(done));
+    if (!nodes) return;
+    c.launch(g, ns, Activity::DataShuffle, k.permute(g, rows, "tutel_2dh_stride_copy"));
+    c.host(g).nccl_call();
+    (dispatch ? *inter_scatter_[u(i)] : *inter_gather_[u(i)]).launch(g, ns, std::move(done));
+  }
+
   // CurrentStreamRelease.apply (communicate.py:220-228): the apply, `input.contiguous()` of a
   // contiguous tensor (no kernel) and the extension's event record on the compute stream.
   void stream_release(int g, gpu::Stream& s, gpu::EventId event) {
@@ -301,6 +430,71 @@ class TutelSystem final : public MoeSystem {
     permute_copy(g, k, 0, false);  // input.view, permute, then simple_all_to_all's contiguous
     all_to_all_single(g, ns, *gather_[0], [this, g] { mark_combine(g, 0); });
     host.framework_op();  // local_input.view
+  }
+
+  // Degree 1 with use_2dh: `C.all_to_all(y, 1, 0, use_2dh=True)` = PrimAllToAll2D.apply
+  // (communicate.py:348-360): all_to_all over the data group, then over the model group, each
+  // the degree-1 sequence above (contiguous, all_to_all_single, permute copy, view; between
+  // nodes skipped on one node: transform returns its input for a group of one, :423-425), then
+  // view, swapaxes, `contiguous` (a copy of the whole buffer; none on one node, where the
+  // swapped axis has size 1) and view. The combine `C.all_to_all(y, 0, 1, use_2dh=True)`: per
+  // group the permute copy before all_to_all_single and the view after, then the same swap.
+  void issue_unpipelined_2dh(int g, const SharedKernels& k) {
+    Cluster& c = *cluster_;
+    gpu::Host& host = c.host(g);
+    gpu::Stream& ns = c.gpu(g).create_stream("process_group_nccl");
+    const bool nodes = per_node_ != n_;
+    host.framework_op();  // PrimAllToAll2D.apply
+    if (nodes) {
+      host.framework_op();  // contiguous
+      all_to_all_single(g, ns, *inter_scatter_[0], [this, g] { mark_dispatch(g, -1); });
+      relayout_copy(g, k, "tutel_2dh_inter_permute", nullptr);
+      host.framework_op();  // view
+    }
+    host.framework_op();  // contiguous
+    all_to_all_single(g, ns, *scatter_[0], [this, g] { mark_dispatch(g, 0); });
+    // The rows reach the expert layout with the last copy: the swap's, or this one on one node.
+    const auto to_experts = [this, g] { fn_->pre_permute(g, 0); };
+    relayout_copy(g, k, "tutel_2dh_intra_permute", nodes ? Callback() : Callback(to_experts));
+    host.framework_op();  // view
+    swap_copy(g, k, nodes ? Callback(to_experts) : Callback());
+    issue_experts(g, k, 0);
+    host.framework_op();  // PrimAllToAll2D.apply
+    relayout_copy(g, k, "tutel_2dh_combine_permute", [this, g] { fn_->post_permute(g, 0); });
+    if (nodes) {
+      all_to_all_single(g, ns, *inter_gather_[0], [this, g] { mark_combine(g, -1); });
+      host.framework_op();  // view
+      relayout_copy(g, k, "tutel_2dh_combine_permute", nullptr);
+    }
+    all_to_all_single(g, ns, *gather_[0], [this, g] { mark_combine(g, 0); });
+    host.framework_op();  // view
+    swap_copy(g, k, nullptr);
+  }
+
+  // A view, permute and `contiguous` of the whole [E * capacity, H] buffer (the copy inside
+  // each of PrimAllToAll2D's all_to_alls); `done` moves functional rows, if any.
+  void relayout_copy(int g, const SharedKernels& k, const char* name, Callback done) {
+    Cluster& c = *cluster_;
+    c.host(g).framework_op();  // view
+    c.host(g).framework_op();  // permute
+    gpu::KernelSpec copy = k.permute(g, u(local(g)) * u(n_) * u(chunk_), name);
+    copy.on_done = std::move(done);
+    c.op(g, c.stream(g), Activity::DataShuffle, std::move(copy));
+  }
+
+  // PrimAllToAll2D's view, swapaxes, contiguous, view: a copy only with more than one node.
+  void swap_copy(int g, const SharedKernels& k, Callback done) {
+    Cluster& c = *cluster_;
+    c.host(g).framework_op();  // view
+    c.host(g).framework_op();  // swapaxes
+    if (per_node_ != n_) {
+      gpu::KernelSpec copy = k.permute(g, u(local(g)) * u(n_) * u(chunk_), "tutel_2dh_swapaxes");
+      copy.on_done = std::move(done);
+      c.op(g, c.stream(g), Activity::DataShuffle, std::move(copy));
+    } else {
+      c.host(g).framework_op();  // contiguous: already contiguous
+    }
+    c.host(g).framework_op();  // view
   }
 
   // simple_all_to_all(background=True) after its `input.contiguous()`, and its f_async
@@ -446,14 +640,15 @@ class TutelSystem final : public MoeSystem {
     host.framework_op();  // .to(original_dtype): already bf16
   }
 
+  // i = -1: 2dh's inter-node call, which opens the phase and never ends it.
   void mark_dispatch(int g, int i) {
     PhaseMarks& p = cluster_->phases(g);
-    if (i == 0) p.dispatch_start = scatter_[0]->resident_at(g);
+    if (i <= 0 && !p.dispatch_start) p.dispatch_start = first_scatter_->resident_at(g);
     if (i == degree_ - 1) p.dispatch_end = cluster_->sim().now();
   }
   void mark_combine(int g, int i) {
     PhaseMarks& p = cluster_->phases(g);
-    if (i == 0) p.combine_start = gather_[0]->resident_at(g);
+    if (i <= 0 && !p.combine_start) p.combine_start = first_gather_->resident_at(g);
     if (i == degree_ - 1) p.combine_end = cluster_->sim().now();
   }
 
@@ -467,6 +662,13 @@ class TutelSystem final : public MoeSystem {
   std::unique_ptr<TutelSlots> slots_;
   std::vector<std::unique_ptr<NcclGroupCall>> scatter_, gather_;
   std::unique_ptr<NcclGroupCall> capacity_reduce_;
+  // 2dh: per chunk the inter-node calls (none on one node; scatter_/gather_ hold the intra-node
+  // ones), GPUs per node (LOCAL_SIZE), and which first legs have arrived (bit 1 dispatch, 2 combine).
+  std::vector<std::unique_ptr<NcclGroupCall>> inter_scatter_, inter_gather_;
+  int per_node_ = 0;
+  std::vector<PerPair<char>> arrived_;
+  NcclGroupCall* first_scatter_ = nullptr;  // the call whose residency opens the phase
+  NcclGroupCall* first_gather_ = nullptr;
   std::unique_ptr<TutelFunctional> fn_;  // does nothing in timing-only runs
 };
 

@@ -17,6 +17,7 @@ struct TutelConfig {
   double capacity_factor = 1.0;  // systems.tutel.capacity_factor
   int overlap_degree = 1;        // systems.tutel.overlap_degree; 0 = adaptive
   std::string expert_ffn = "plain";  // systems.tutel.expert_ffn: "plain" (fc1, act, fc2) or "model" (the preset's)
+  std::string a2a_algo = "linear";  // systems.tutel.a2a_algo: "linear" or "2dh" (tutel_2dh.h)
   NcclKernelShape nccl;          // systems.tutel.nccl_cta_threads
   static TutelConfig from(const Config& config);
   static void declare(ParamRegistry& registry);
