@@ -20,12 +20,13 @@ namespace {
 // a queued flow member (mh-base, Mixtral: about 160 B per 128 B message, its captured packet
 // included); in functional mode the float32 rows every system and the reference keep.
 constexpr uint64_t kWorkloadPerToken = 8, kWorkloadPerRow = 8, kFlowPerMessage = 160;
-// The program itself and each GPU's model (SMs, streams, memory, its share of the network), from
-// ideal at 8 tokens per GPU (session 25): 9.9 MB at 2 GPUs, 23.2 MB at 32 (packet fidelity,
-// dgx-h800), 15.9 MB at 16 to 62.7 MB at 128 (flow, h800-cluster): 409-445 KB per GPU over
-// about 9 MB, rounded up. Without them the estimate fell below runs of 64 GPUs once the
-// messages in flight were bounded (ideal at 262144 tokens: 94.4 MB measured).
-constexpr uint64_t kProgramBytes = 10ULL << 20, kPerGpu = 448ULL << 10;
+// The program itself and each GPU's model (SMs, streams, kernels, memory, its share of the
+// network), session 25: ideal at 8 tokens per GPU is 9.9 MB at 2 GPUs, 23.2 MB at 32 (packet
+// fidelity, dgx-h800), 15.9 MB at 16 to 62.7 MB at 128 (flow, h800-cluster), 409-445 KB per GPU
+// over about 9 MB; a system's kernels add to it, most Tutel's (DeepSeek-V3 on 16 GPUs at 1024
+// tokens: 9.3 MB over ideal, 580 KB per GPU). Rounded up. Without them the estimate fell below
+// runs of 16 and 64 GPUs once the messages in flight were bounded.
+constexpr uint64_t kProgramBytes = 10ULL << 20, kPerGpu = 1ULL << 20;
 constexpr uint64_t kFunctionalHiddenRowsPerRow = 8, kFunctionalFfnRowsPerRow = 2, kReferenceRowsPerToken = 3;
 
 uint64_t physical_memory() {

@@ -17,9 +17,9 @@ TEST(ResourceEstimate, MemoryAndTheLayersLowerBound) {
   const Config c = test::make_config(registry, {"run.tokens=1000", "run.memory_budget=1MiB"}, test::ConfigBase::Defaults);
   const ModelShape m = ModelShape::from(c);
   const ResourceEstimate e = estimate_resources(c, m, {find_system("ideal")}, 1);
-  // The program's 10 MiB and 448 KiB for each of 8 GPUs, 1000 tokens x 8 B + 2000 rows x (8 B
+  // The program's 10 MiB and 1 MiB for each of 8 GPUs, 1000 tokens x 8 B + 2000 rows x (8 B
   // workload + 24 B of ideal's state).
-  const uint64_t program = 10485760u + 8u * 458752;
+  const uint64_t program = 10485760u + 8u * 1048576;
   EXPECT_EQ(e.memory_bytes, program + 1000u * 8 + 2000u * (8 + 24));
   EXPECT_EQ(e.budget_bytes, 1048576u);
   // 2 x 2000 rows x 4096 x (2 x 14336 + 14336) FLOPs over 8 GPUs x 132 SMs x 4096 FLOP/clock x 1.83 GHz.
@@ -59,9 +59,9 @@ TEST(ResourceEstimate, FlowMessagesAreAPhasesOrWhatTheSystemsPathsAllow) {
     return estimate_resources(c, ModelShape::from(c), {find_system(system)}, 1).memory_bytes;
   };
   // 65536 tokens: 131072 rows, 131072 x 64 = 8388608 messages of 128 B a phase; the program
-  // and 16 GPUs 10485760 + 16 x 458752 B, the workload 65536 x 8 + 131072 x 8 = 1572864 B.
+  // and 16 GPUs 10485760 + 16 x 1048576 B, the workload 65536 x 8 + 131072 x 8 = 1572864 B.
   const std::vector<std::string> big{"run.tokens=65536"};
-  const uint64_t program = 10485760u + 16u * 458752, workload = program + 1572864;
+  const uint64_t program = 10485760u + 16u * 1048576, workload = program + 1572864;
   // MoE-Hub: its windows, 434208 messages of 160 B, and 130 B per row.
   EXPECT_EQ(estimate("moehub", big), workload + 131072u * 130 + 160u * 434208);
   EXPECT_EQ(estimate("mh-base", big), workload + 131072u * 130 + 160u * 434208);
@@ -72,7 +72,7 @@ TEST(ResourceEstimate, FlowMessagesAreAPhasesOrWhatTheSystemsPathsAllow) {
   // Megatron-TE: 3 group calls x 240 pairs x 4 channels x 8 steps + 240 all-gather blocks.
   EXPECT_EQ(estimate("megatron-te", big), workload + 131072u * 54 + 160u * (3 * 240 * 4 * 8 + 240));
   // Tutel, degree 1: scatter, gather and the capacity all-reduce.
-  EXPECT_EQ(estimate("tutel", big), workload + 131072u * 35 + 160u * (3 * 240 * 4 * 8));
+  EXPECT_EQ(estimate("tutel", big), workload + 131072u * 64 + 160u * (3 * 240 * 4 * 8));
   // DeepEP: the windows plus 16 GPUs x 10 channels x 2 nodes x 2 (put and head) x (ceil(128 / 20)
   // + ceil(128 / 12)) = 11520 RDMA messages.
   EXPECT_EQ(estimate("deepep", big), workload + 131072u * 112 + 160u * (434208 + 11520));
@@ -93,7 +93,7 @@ TEST(ResourceEstimate, SeveralSystemsTakeTheCostliestOfStateAndMessages) {
   // DeepEP keeps less per row than MoE-Hub but more messages in flight: 131072 x 112 + 160 x
   // 445728 = 85996544 against 131072 x 130 + 160 x 434208 = 86512640; twice at once.
   const ResourceEstimate e = estimate_resources(c, m, {find_system("deepep"), find_system("moehub")}, 2);
-  EXPECT_EQ(e.memory_bytes, 10485760u + 16u * 458752 + 1572864 + 2u * 86512640);
+  EXPECT_EQ(e.memory_bytes, 10485760u + 16u * 1048576 + 1572864 + 2u * 86512640);
 }
 
 }  // namespace
