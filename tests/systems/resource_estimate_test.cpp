@@ -62,13 +62,13 @@ TEST(ResourceEstimate, FlowMessagesAreAPhasesOrWhatTheSystemsPathsAllow) {
   // and 16 GPUs 10485760 + 16 x 1048576 B, the workload 65536 x 8 + 131072 x 8 = 1572864 B.
   const std::vector<std::string> big{"run.tokens=65536"};
   const uint64_t program = 10485760u + 16u * 1048576, workload = program + 1572864;
-  // MoE-Hub: its windows, 434208 messages of 160 B, and 130 B per row.
-  EXPECT_EQ(estimate("moehub", big), workload + 131072u * 130 + 160u * 434208);
-  EXPECT_EQ(estimate("mh-base", big), workload + 131072u * 130 + 160u * 434208);
+  // MoE-Hub: its windows, 434208 messages of 160 B, and 1024 B per row.
+  EXPECT_EQ(estimate("moehub", big), workload + 131072u * 1024 + 160u * 434208);
+  EXPECT_EQ(estimate("mh-base", big), workload + 131072u * 1024 + 160u * 434208);
   // Across nodes by the rail route a relay queues what it forwards: a phase's messages.
   std::vector<std::string> rail = big;
   rail.push_back("hub.internode.route=rail");
-  EXPECT_EQ(estimate("moehub", rail), workload + 131072u * 130 + 160u * 8388608);
+  EXPECT_EQ(estimate("moehub", rail), workload + 131072u * 1024 + 160u * 8388608);
   // Megatron-TE: 3 group calls x 240 pairs x 4 channels x 8 steps + 240 all-gather blocks.
   EXPECT_EQ(estimate("megatron-te", big), workload + 131072u * 54 + 160u * (3 * 240 * 4 * 8 + 240));
   // Tutel, degree 1: scatter, gather and the capacity all-reduce.
@@ -82,7 +82,7 @@ TEST(ResourceEstimate, FlowMessagesAreAPhasesOrWhatTheSystemsPathsAllow) {
   // Ideal moves nothing between GPUs.
   EXPECT_EQ(estimate("ideal", big), workload + 131072u * 24);
   // 1000 tokens: a phase (2000 rows x 64 = 128000 messages) is below the windows.
-  EXPECT_EQ(estimate("moehub", {"run.tokens=1000"}), program + 1000u * 8 + 2000u * 8 + 2000u * 130 + 160u * 128000);
+  EXPECT_EQ(estimate("moehub", {"run.tokens=1000"}), program + 1000u * 8 + 2000u * 8 + 2000u * 1024 + 160u * 128000);
 }
 
 TEST(ResourceEstimate, SeveralSystemsTakeTheCostliestOfStateAndMessages) {
@@ -90,10 +90,10 @@ TEST(ResourceEstimate, SeveralSystemsTakeTheCostliestOfStateAndMessages) {
   const Config c = test::make_config(
       registry, {"run.gpus=16", "net.gpus_per_node=8", "net.fidelity=flow", "run.tokens=65536"}, test::ConfigBase::Defaults);
   const ModelShape m = ModelShape::from(c);
-  // DeepEP keeps less per row than MoE-Hub but more messages in flight: 131072 x 112 + 160 x
-  // 445728 = 85996544 against 131072 x 130 + 160 x 434208 = 86512640; twice at once.
+  // DeepEP keeps more messages in flight than MoE-Hub but less per row: 131072 x 112 + 160 x
+  // 445728 = 85996544 against 131072 x 1024 + 160 x 434208 = 203691008; twice at once.
   const ResourceEstimate e = estimate_resources(c, m, {find_system("deepep"), find_system("moehub")}, 2);
-  EXPECT_EQ(e.memory_bytes, 10485760u + 16u * 1048576 + 1572864 + 2u * 86512640);
+  EXPECT_EQ(e.memory_bytes, 10485760u + 16u * 1048576 + 1572864 + 2u * 203691008);
 }
 
 }  // namespace

@@ -30,7 +30,10 @@ std::optional<uint64_t> flow_messages_bound(const Config& c) {
 // The parameters are shared: only the full design's entry declares them.
 template <const MoeHubVariant& V>
 SystemEntry entry_of(void (*declare)(ParamRegistry&)) {
-  SystemEntry e{V.name, V.description, declare, make_variant<V>, 130, true};  // EP+TP: each shard a MallocID
+  // 1024 B a row: heaptrack of moehub, DeepSeek-V3 on 16 GPUs, 4096 -> 8192 tokens (session 25):
+  // 995 B a row, half of it the expert kernels' gated blocks (Gpu::next_candidate), a quarter
+  // prepare_gpu's tables (130 B was measured on Mixtral, on one board). EP+TP: each shard a MallocID.
+  SystemEntry e{V.name, V.description, declare, make_variant<V>, 1024, true};
   e.flow_messages_bound = flow_messages_bound;
   return e;
 }
