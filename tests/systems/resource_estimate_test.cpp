@@ -51,7 +51,7 @@ TEST(ResourceEstimate, SendWindowsBoundTheMessagesInFlight) {
 
 TEST(ResourceEstimate, FlowMessagesAreAPhasesOrWhatTheSystemsPathsAllow) {
   const ParamRegistry registry = build_param_registry();
-  const std::vector<std::string> flow{"run.gpus=16", "net.gpus_per_node=8", "net.fidelity=flow", "run.memory_budget=1MiB"};
+  const std::vector<std::string> flow{"run.gpus=16", "net.gpus_per_node=8", "net.fidelity=flow"};
   const auto estimate = [&](const char* system, std::vector<std::string> more) {
     std::vector<std::string> a = flow;
     a.insert(a.end(), more.begin(), more.end());
@@ -88,7 +88,8 @@ TEST(ResourceEstimate, FlowMessagesAreAPhasesOrWhatTheSystemsPathsAllow) {
 TEST(ResourceEstimate, SeveralSystemsTakeTheCostliestOfStateAndMessages) {
   const ParamRegistry registry = build_param_registry();
   const Config c = test::make_config(
-      registry, {"run.gpus=16", "net.gpus_per_node=8", "net.fidelity=flow", "run.tokens=65536"}, test::ConfigBase::Defaults);
+      registry, {"run.gpus=16", "net.gpus_per_node=8", "net.fidelity=flow", "run.tokens=65536"},
+      test::ConfigBase::Defaults);
   const ModelShape m = ModelShape::from(c);
   // DeepEP keeps more messages in flight than MoE-Hub but less per row: 131072 x 112 + 160 x
   // 445728 = 85996544 against 131072 x 1024 + 160 x 434208 = 203691008; twice at once.

@@ -573,9 +573,11 @@ std::optional<uint64_t> deepep_flow_messages_bound(const Config& c) {
   const NetConfig net = NetConfig::from(c, static_cast<int>(RunParams::from(c).gpus));
   uint64_t bound = SendWindows::most_outstanding(net);
   if (!net.scale_out()) return bound;
-  const auto chunks = [](const InternodeRing& r) { return static_cast<uint64_t>((r.rdma_ring + r.rdma_chunk - 1) / r.rdma_chunk); };
-  const auto gpus = static_cast<uint64_t>(net.gpus);
-  const uint64_t nodes = (gpus + static_cast<uint64_t>(net.gpus_per_node) - 1) / static_cast<uint64_t>(net.gpus_per_node);
+  const auto chunks = [](const InternodeRing& r) {
+    return static_cast<uint64_t>((r.rdma_ring + r.rdma_chunk - 1) / r.rdma_chunk);
+  };
+  const auto gpus = static_cast<uint64_t>(net.gpus), per_node = static_cast<uint64_t>(net.gpus_per_node);
+  const uint64_t nodes = (gpus + per_node - 1) / per_node;
   bound += gpus * (p.num_sms / 2) * nodes * 2 * (chunks(p.internode.d) + chunks(p.internode.c));
   return bound;
 }

@@ -496,7 +496,7 @@ SystemEntry tutel_system_entry() {
                 TutelConfig::declare, [](const Config& c) -> std::unique_ptr<MoeSystem> {
                   return std::make_unique<TutelSystem>(TutelConfig::from(c));
                 },
-                64, false, kTutelNoTpPath};  // 55 B a row measured (DeepSeek-V3, 16 GPUs, 4096 -> 16384 tokens, session 25)
+                64, false, kTutelNoTpPath};  // 55 B a row measured (DeepSeek-V3, 16 GPUs, 4096 -> 16384 tokens)
   e.flow_messages_bound = tutel_flow_messages_bound;
   return e;
 }
