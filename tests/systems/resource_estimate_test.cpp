@@ -73,6 +73,9 @@ TEST(ResourceEstimate, FlowMessagesAreAPhasesOrWhatTheSystemsPathsAllow) {
   EXPECT_EQ(estimate("megatron-te", big), workload + 131072u * 54 + 160u * (3 * 240 * 4 * 8 + 240));
   // Tutel, degree 1: scatter, gather and the capacity all-reduce.
   EXPECT_EQ(estimate("tutel", big), workload + 131072u * 64 + 160u * (3 * 240 * 4 * 8));
+  // FasterMoE: the count exchange and, per direction, one call per (step, local expert), each
+  // pair in one step: (1 + 2 x ceil(8 experts / 16 GPUs)) x 7680 chunks.
+  EXPECT_EQ(estimate("fastermoe", big), workload + 131072u * 25 + 160u * (3 * 240 * 4 * 8));
   // DeepEP: the windows plus 16 GPUs x 10 channels x 2 nodes x 2 (put and head) x (ceil(128 / 20)
   // + ceil(128 / 12)) = 11520 RDMA messages.
   EXPECT_EQ(estimate("deepep", big), workload + 131072u * 112 + 160u * (434208 + 11520));
