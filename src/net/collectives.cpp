@@ -234,6 +234,12 @@ void AllToAll::chunk_delivered(size_t c, uint64_t bytes) {
   });
 }
 
+uint64_t nccl_most_chunks_in_flight(const NcclConfig& cfg, int64_t gpus) {
+  const auto n = static_cast<uint64_t>(std::max<int64_t>(gpus, 1));
+  const auto channels = static_cast<uint64_t>(std::max(cfg.channels_per_peer, 0));
+  return n * (n - 1) * channels * static_cast<uint64_t>(std::max(cfg.steps, 0));
+}
+
 void thread_block_put(Network& net, int src, int dst, uint64_t bytes, uint32_t store_bytes, int priority,
                       Callback on_complete) {
   if (store_bytes == 0 || store_bytes > net.config().max_payload_bytes) {

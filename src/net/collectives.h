@@ -55,6 +55,12 @@ bool nccl_pair_uses_ll(const NcclConfig& cfg, uint64_t bytes, int channels);
 // that GPU, or src itself inside a node, on the same rail, or without PXN.
 int nccl_pxn_relay(const NetConfig& net, const NcclConfig& cfg, int src, int dst);
 
+// The most chunks one all-to-all (or NCCL group call) over `gpus` GPUs has in flight at once:
+// every ordered pair on at most channels_per_peer connections, each with at most `steps` chunks
+// out (AllToAll::issue; with PXN a chunk is on one of its two legs at a time). For
+// run.memory_budget's estimate.
+uint64_t nccl_most_chunks_in_flight(const NcclConfig& cfg, int64_t gpus);
+
 class AllToAll {
  public:
   AllToAll(Network& net, Simulator& sim, const NcclConfig& config);

@@ -25,6 +25,23 @@ SendWindows::SendWindows(const NetConfig& config)
   }
 }
 
+uint64_t SendWindows::most_outstanding(const NetConfig& cfg) {
+  if (cfg.gpus < 2) return 0;
+  const auto planes = static_cast<uint64_t>(cfg.planes);
+  const uint64_t smallest = static_cast<uint64_t>(cfg.wire_flits(0)) * cfg.flit_bytes;
+  const uint64_t nvlink = (cfg.egress_buffer_bytes + planes * cfg.switch_buffer_bytes) / smallest + 1 +
+                          (1 + planes) * cfg.response_buffer_bytes / smallest + 1;
+  const auto gpus = static_cast<uint64_t>(cfg.gpus);
+  const uint64_t node = cfg.scale_out() ? static_cast<uint64_t>(cfg.gpus_per_node) : gpus;
+  uint64_t total = 0;
+  for (uint64_t first = 0; first < gpus; first += node) {
+    const uint64_t local = std::min(node, gpus - first);  // GPUs of this node
+    const uint64_t remote = gpus - local;
+    total += local * ((local > 1 ? nvlink : 0) + remote * cfg.nic_send_queue_depth);
+  }
+  return total;
+}
+
 bool SendWindows::can_send(int src, int dst, uint32_t payload_bytes, PacketKind kind) const {
   if (crosses(src, dst)) return nic_open(src, dst);
   return nvlink_open(src, cfg_.wire_flits(payload_bytes) * cfg_.flit_bytes, kind);

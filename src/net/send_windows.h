@@ -34,6 +34,11 @@ class SendWindows {
   bool wait(int src, int dst, PacketKind kind, RoomListener* listener);
   // After a run: outstanding traffic left anywhere (a conservation check).
   bool idle() const;
+  // The most messages the windows of all GPUs let be outstanding at once, for senders that ask
+  // each message's own path first (run.memory_budget's estimate): per source, remote
+  // destinations x net.nic_send_queue_depth, and per NVLink class window / smallest message
+  // (header only) + 1 (a message larger than an empty window is still taken).
+  static uint64_t most_outstanding(const NetConfig& config);
 
  private:
   static constexpr int kClasses = 2;

@@ -60,6 +60,11 @@ struct SystemEntry {
   bool tensor_parallel = false;
   // Without it, why: what the system's code does instead, cited (empty: not checked).
   std::string no_tp_path{};
+  // At flow fidelity: the most messages the system can have accepted by the network and not yet
+  // delivered at once, from its paths' own limits (send windows, NCCL's FIFO slots); nullopt
+  // where nothing below a phase's messages bounds them (platform/resource_estimate.cpp). Null:
+  // not checked, as nullopt.
+  std::optional<uint64_t> (*flow_messages_bound)(const Config&) = nullptr;
 };
 
 }  // namespace moehub

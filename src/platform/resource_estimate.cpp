@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <optional>
 #include <unistd.h>
 
 #include "config/run_params.h"
@@ -15,10 +16,17 @@ namespace {
 // Bytes of this program's own data structures, from the peak RSS of single-system runs
 // (/usr/bin/time, 2026-12-05): the routed workload per token and per row (within ideal's 24 B
 // per row over the 11.5 MB base); each system's per-row state at packet fidelity is its
-// SystemEntry::memory_per_row; at flow fidelity every message a row becomes may be a flow in
-// flight (mh-base, Mixtral: about 160 B per 128 B message); in functional mode the float32 rows
-// every system and the reference keep.
+// SystemEntry::memory_per_row; at flow fidelity each message accepted and not yet delivered is
+// a queued flow member (mh-base, Mixtral: about 160 B per 128 B message, its captured packet
+// included); in functional mode the float32 rows every system and the reference keep.
 constexpr uint64_t kWorkloadPerToken = 8, kWorkloadPerRow = 8, kFlowPerMessage = 160;
+// The program itself and each GPU's model (SMs, streams, kernels, memory, its share of the
+// network), session 25: ideal at 8 tokens per GPU is 9.9 MB at 2 GPUs, 23.2 MB at 32 (packet
+// fidelity, dgx-h800), 15.9 MB at 16 to 62.7 MB at 128 (flow, h800-cluster), 409-445 KB per GPU
+// over about 9 MB; a system's kernels add to it, most Tutel's (DeepSeek-V3 on 16 GPUs at 1024
+// tokens: 9.3 MB over ideal, 580 KB per GPU). Rounded up. Without them the estimate fell below
+// runs of 16 and 64 GPUs once the messages in flight were bounded.
+constexpr uint64_t kProgramBytes = 10ULL << 20, kPerGpu = 1ULL << 20;
 constexpr uint64_t kFunctionalHiddenRowsPerRow = 8, kFunctionalFfnRowsPerRow = 2, kReferenceRowsPerToken = 3;
 
 uint64_t physical_memory() {
@@ -39,13 +47,23 @@ ResourceEstimate estimate_resources(const Config& c, const ModelShape& m, const 
   // products stay within 128 bits; they are summed in long double to avoid any wrap.
   const long double tokens = static_cast<long double>(run.tokens);
   const long double rows = tokens * static_cast<long double>(m.top_k());
-  uint32_t costliest = 0;
-  for (const SystemEntry* s : systems) costliest = std::max(costliest, s->memory_per_row);
-  long double per_row = costliest;
-  if (net.fidelity == NetFidelity::Flow) {
-    per_row += kFlowPerMessage * static_cast<long double>(m.row_bytes()) / static_cast<long double>(net.max_payload_bytes);
+  // At flow fidelity the messages in flight: at most a phase's (every row's messages of
+  // net.max_payload_bytes queued at once), and at most what the system's paths let be
+  // outstanding (SystemEntry::flow_messages_bound) where it has such a bound.
+  const long double phase_messages =
+      rows * static_cast<long double>(m.row_bytes()) / static_cast<long double>(net.max_payload_bytes);
+  long double per_system = 0;
+  for (const SystemEntry* s : systems) {
+    long double b = rows * s->memory_per_row;
+    if (net.fidelity == NetFidelity::Flow) {
+      const std::optional<uint64_t> bound = s->flow_messages_bound ? s->flow_messages_bound(c) : std::nullopt;
+      const long double messages = bound ? std::min(phase_messages, static_cast<long double>(*bound)) : phase_messages;
+      b += kFlowPerMessage * messages;
+    }
+    per_system = std::max(per_system, b);
   }
-  long double bytes = tokens * kWorkloadPerToken + rows * kWorkloadPerRow + rows * per_row * concurrent;
+  long double bytes = kProgramBytes + static_cast<long double>(run.gpus) * kPerGpu + tokens * kWorkloadPerToken +
+                      rows * kWorkloadPerRow + per_system * concurrent;
   if (run.functional) {
     const long double h = static_cast<long double>(m.hidden) * 4, f = static_cast<long double>(m.ffn_hidden) * 4;
     bytes += concurrent * rows * (kFunctionalHiddenRowsPerRow * h + kFunctionalFfnRowsPerRow * f) +

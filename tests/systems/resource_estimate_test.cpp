@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "net/net_config.h"
+#include "net/send_windows.h"
 #include "platform/resource_estimate.h"
 #include "sim/error.h"
 #include "systems/system_registry.h"
@@ -15,14 +17,16 @@ TEST(ResourceEstimate, MemoryAndTheLayersLowerBound) {
   const Config c = test::make_config(registry, {"run.tokens=1000", "run.memory_budget=1MiB"}, test::ConfigBase::Defaults);
   const ModelShape m = ModelShape::from(c);
   const ResourceEstimate e = estimate_resources(c, m, {find_system("ideal")}, 1);
-  // 1000 tokens x 8 B + 2000 rows x (8 B workload + 24 B of ideal's state).
-  EXPECT_EQ(e.memory_bytes, 1000u * 8 + 2000u * (8 + 24));
+  // The program's 10 MiB and 1 MiB for each of 8 GPUs, 1000 tokens x 8 B + 2000 rows x (8 B
+  // workload + 24 B of ideal's state).
+  const uint64_t program = 10485760u + 8u * 1048576;
+  EXPECT_EQ(e.memory_bytes, program + 1000u * 8 + 2000u * (8 + 24));
   EXPECT_EQ(e.budget_bytes, 1048576u);
   // 2 x 2000 rows x 4096 x (2 x 14336 + 14336) FLOPs over 8 GPUs x 132 SMs x 4096 FLOP/clock x 1.83 GHz.
   EXPECT_NEAR(e.min_layer_seconds, 2.0 * 2000 * 4096 * 43008 / (8.0 * 132 * 4096 * 1.83e9), 1e-12);
   // Two costlier systems at once: deepep's 112 B per row, twice.
   const ResourceEstimate two = estimate_resources(c, m, {find_system("ideal"), find_system("deepep")}, 2);
-  EXPECT_EQ(two.memory_bytes, 1000u * 8 + 2000u * 8 + 2000u * 112 * 2);
+  EXPECT_EQ(two.memory_bytes, program + 1000u * 8 + 2000u * 8 + 2000u * 112 * 2);
 }
 
 TEST(ResourceEstimate, RefusesWhatExceedsTheBudget) {
@@ -31,6 +35,69 @@ TEST(ResourceEstimate, RefusesWhatExceedsTheBudget) {
   EXPECT_THROW(check_resources(c, ModelShape::from(c), {find_system("ideal")}, 1), UserError);
   const Config roomy = test::make_config(registry, {"run.tokens=100000"}, test::ConfigBase::Defaults);
   EXPECT_NO_THROW(check_resources(roomy, ModelShape::from(roomy), {find_system("ideal")}, 1));
+}
+
+// Flow fidelity on 2 nodes of 8 (Mixtral: 8192 B rows, top-2). The send windows per GPU: NVLink
+// requests (8 KiB egress + 4 planes x 32 KiB) / 16 B header-only messages + 1 = 8705, responses
+// (1 + 4) x 32 KiB / 16 B + 1 = 10241, NIC 8 remote GPUs x 1024 = 8192: 27138; 16 GPUs 434208.
+TEST(ResourceEstimate, SendWindowsBoundTheMessagesInFlight) {
+  const ParamRegistry registry = build_param_registry();
+  const Config one = test::make_config(registry, {"run.gpus=8", "net.fidelity=flow"}, test::ConfigBase::Defaults);
+  EXPECT_EQ(SendWindows::most_outstanding(NetConfig::from(one, 8)), 8u * (8705 + 10241));
+  const Config two = test::make_config(registry, {"run.gpus=16", "net.gpus_per_node=8", "net.fidelity=flow"},
+                                       test::ConfigBase::Defaults);
+  EXPECT_EQ(SendWindows::most_outstanding(NetConfig::from(two, 16)), 434208u);
+}
+
+TEST(ResourceEstimate, FlowMessagesAreAPhasesOrWhatTheSystemsPathsAllow) {
+  const ParamRegistry registry = build_param_registry();
+  const std::vector<std::string> flow{"run.gpus=16", "net.gpus_per_node=8", "net.fidelity=flow"};
+  const auto estimate = [&](const char* system, std::vector<std::string> more) {
+    std::vector<std::string> a = flow;
+    a.insert(a.end(), more.begin(), more.end());
+    const Config c = test::make_config(registry, a, test::ConfigBase::Defaults);
+    return estimate_resources(c, ModelShape::from(c), {find_system(system)}, 1).memory_bytes;
+  };
+  // 65536 tokens: 131072 rows, 131072 x 64 = 8388608 messages of 128 B a phase; the program
+  // and 16 GPUs 10485760 + 16 x 1048576 B, the workload 65536 x 8 + 131072 x 8 = 1572864 B.
+  const std::vector<std::string> big{"run.tokens=65536"};
+  const uint64_t program = 10485760u + 16u * 1048576, workload = program + 1572864;
+  // MoE-Hub: its windows, 434208 messages of 160 B, and 1024 B per row.
+  EXPECT_EQ(estimate("moehub", big), workload + 131072u * 1024 + 160u * 434208);
+  EXPECT_EQ(estimate("mh-base", big), workload + 131072u * 1024 + 160u * 434208);
+  // Across nodes by the rail route a relay queues what it forwards: a phase's messages.
+  std::vector<std::string> rail = big;
+  rail.push_back("hub.internode.route=rail");
+  EXPECT_EQ(estimate("moehub", rail), workload + 131072u * 1024 + 160u * 8388608);
+  // Megatron-TE: 3 group calls x 240 pairs x 4 channels x 8 steps + 240 all-gather blocks.
+  EXPECT_EQ(estimate("megatron-te", big), workload + 131072u * 54 + 160u * (3 * 240 * 4 * 8 + 240));
+  // Tutel, degree 1: scatter, gather and the capacity all-reduce.
+  EXPECT_EQ(estimate("tutel", big), workload + 131072u * 64 + 160u * (3 * 240 * 4 * 8));
+  // FasterMoE: the count exchange and, per direction, one call per (step, local expert), each
+  // pair in one step: (1 + 2 x ceil(8 experts / 16 GPUs)) x 7680 chunks.
+  EXPECT_EQ(estimate("fastermoe", big), workload + 131072u * 25 + 160u * (3 * 240 * 4 * 8));
+  // DeepEP: the windows plus 16 GPUs x 10 channels x 2 nodes x 2 (put and head) x (ceil(128 / 20)
+  // + ceil(128 / 12)) = 11520 RDMA messages.
+  EXPECT_EQ(estimate("deepep", big), workload + 131072u * 112 + 160u * (434208 + 11520));
+  std::vector<std::string> ll = big;
+  ll.push_back("systems.deepep.mode=low-latency");
+  EXPECT_EQ(estimate("deepep", ll), workload + 131072u * 112 + 160u * 8388608);
+  // Ideal moves nothing between GPUs.
+  EXPECT_EQ(estimate("ideal", big), workload + 131072u * 24);
+  // 1000 tokens: a phase (2000 rows x 64 = 128000 messages) is below the windows.
+  EXPECT_EQ(estimate("moehub", {"run.tokens=1000"}), program + 1000u * 8 + 2000u * 8 + 2000u * 1024 + 160u * 128000);
+}
+
+TEST(ResourceEstimate, SeveralSystemsTakeTheCostliestOfStateAndMessages) {
+  const ParamRegistry registry = build_param_registry();
+  const Config c = test::make_config(
+      registry, {"run.gpus=16", "net.gpus_per_node=8", "net.fidelity=flow", "run.tokens=65536"},
+      test::ConfigBase::Defaults);
+  const ModelShape m = ModelShape::from(c);
+  // DeepEP keeps more messages in flight than MoE-Hub but less per row: 131072 x 112 + 160 x
+  // 445728 = 85996544 against 131072 x 1024 + 160 x 434208 = 203691008; twice at once.
+  const ResourceEstimate e = estimate_resources(c, m, {find_system("deepep"), find_system("moehub")}, 2);
+  EXPECT_EQ(e.memory_bytes, 10485760u + 16u * 1048576 + 1572864 + 2u * 203691008);
 }
 
 }  // namespace

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "config/param_table.h"
+#include "config/run_params.h"
+#include "net/send_windows.h"
 #include "sim/error.h"
 #include "systems/deepep/deepep_functional.h"
 #include "systems/deepep/deepep_internode.h"
@@ -557,16 +559,43 @@ class DeepEpSystem final : public MoeSystem {
 
 }  // namespace
 
+namespace {
+
+// Normal mode: every store of its kernels goes through the GPU's store port, which asks the
+// store's own path's window (NetworkStorePort::pump); across nodes the RDMA puts and head atomics
+// are bulk transfers (DeepEpInternode::put, head_amo), which a sender issues only while its
+// chunk fits the receiver's ring: per (source, channel, node) and kernel, at most rdma_ring /
+// rdma_chunk puts (rounded up as DeepEpInternode::config does) and as many heads. Low-latency
+// mode sends every (token, expert) message at once: only a phase bounds it.
+std::optional<uint64_t> deepep_flow_messages_bound(const Config& c) {
+  const DeepEpParams p = DeepEpParams::from(c);
+  if (p.mode == DeepEpMode::LowLatency) return std::nullopt;
+  const NetConfig net = NetConfig::from(c, static_cast<int>(RunParams::from(c).gpus));
+  uint64_t bound = SendWindows::most_outstanding(net);
+  if (!net.scale_out()) return bound;
+  const auto chunks = [](const InternodeRing& r) {
+    return static_cast<uint64_t>((r.rdma_ring + r.rdma_chunk - 1) / r.rdma_chunk);
+  };
+  const auto gpus = static_cast<uint64_t>(net.gpus), per_node = static_cast<uint64_t>(net.gpus_per_node);
+  const uint64_t nodes = (gpus + per_node - 1) / per_node;
+  bound += gpus * (p.num_sms / 2) * nodes * 2 * (chunks(p.internode.d) + chunks(p.internode.c));
+  return bound;
+}
+
+}  // namespace
+
 SystemEntry deepep_system_entry() {
-  return SystemEntry{"deepep",
-                     "DeepEP normal-mode intranode dispatch/combine (SM-issued NVLink stores on a fixed SM budget) "
-                     "under Megatron's flex dispatcher",
-                     declare_deepep_params,
-                     [](const Config& c) -> std::unique_ptr<MoeSystem> {
-                       return std::make_unique<DeepEpSystem>(DeepEpParams::from(c));
-                     },
-                     112,
-                     true};
+  SystemEntry e{"deepep",
+                "DeepEP normal-mode intranode dispatch/combine (SM-issued NVLink stores on a fixed SM budget) "
+                "under Megatron's flex dispatcher",
+                declare_deepep_params,
+                [](const Config& c) -> std::unique_ptr<MoeSystem> {
+                  return std::make_unique<DeepEpSystem>(DeepEpParams::from(c));
+                },
+                112,
+                true};
+  e.flow_messages_bound = deepep_flow_messages_bound;
+  return e;
 }
 
 }  // namespace moehub

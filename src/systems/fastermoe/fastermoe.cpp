@@ -256,16 +256,38 @@ void declare_fastermoe_params(ParamRegistry& r) { FasterMoeConfig::table().decla
 
 }  // namespace
 
+namespace {
+
+// Its only traffic is NCCL group calls: the count exchange and, per (step, local expert) and
+// direction, one call whose pairs are that step's (each ordered pair falls in exactly one step,
+// FasterMoeSchedule::send_peers), so over all calls at most (1 + 2 x most local experts) x every
+// pair's chunks in flight. Most local experts: a GPU's share of the experts and redundant
+// copies (EPLB fills ceil(P / N) slots per GPU, moe/replication.h), or the expert map's.
+std::optional<uint64_t> fastermoe_flow_messages_bound(const Config& c) {
+  const WorkloadConfig w = WorkloadConfig::from(c);
+  const int64_t physical = ModelShape::from(c).experts() + w.redundant_experts;
+  int64_t most = (physical + w.gpus - 1) / w.gpus;
+  std::vector<int64_t> per_gpu(static_cast<size_t>(w.gpus), 0);
+  for (int64_t g : w.expert_map) {
+    if (g >= 0 && g < w.gpus) most = std::max(most, ++per_gpu[static_cast<size_t>(g)]);
+  }
+  return static_cast<uint64_t>(1 + 2 * most) * nccl_most_chunks_in_flight(NcclConfig::from(c), w.gpus);
+}
+
+}  // namespace
+
 SystemEntry fastermoe_system_entry() {
-  return SystemEntry{"fastermoe", "FasterMoE smart schedule: grouped pairwise exchange overlapped with per-step experts",
-                     declare_fastermoe_params, [](const Config& c) -> std::unique_ptr<MoeSystem> {
-                       return std::make_unique<FasterMoeSystem>(FasterMoeConfig::from(c));
-                     },
-                     25, false,
-                     // docs/systems/ep-tp.md
-                     "FastMoE v1.1.0 never shards an expert's weights: its Megatron adapter puts whole experts on the "
-                     "data-parallel group and all-reduces the TP group's outputs (laekov/fastmoe @5b60285 "
-                     "fmoe/megatron/layers.py L82-84, L151), and slice_group splits tokens (fmoe/layers.py L219-226)"};
+  SystemEntry e{"fastermoe", "FasterMoE smart schedule: grouped pairwise exchange overlapped with per-step experts",
+              declare_fastermoe_params, [](const Config& c) -> std::unique_ptr<MoeSystem> {
+                return std::make_unique<FasterMoeSystem>(FasterMoeConfig::from(c));
+              },
+              25, false,
+              // docs/systems/ep-tp.md
+              "FastMoE v1.1.0 never shards an expert's weights: its Megatron adapter puts whole experts on the "
+              "data-parallel group and all-reduces the TP group's outputs (laekov/fastmoe @5b60285 "
+              "fmoe/megatron/layers.py L82-84, L151), and slice_group splits tokens (fmoe/layers.py L219-226)"};
+  e.flow_messages_bound = fastermoe_flow_messages_bound;
+  return e;
 }
 
 }  // namespace moehub

@@ -50,9 +50,11 @@ class IdealSystem final : public MoeSystem {
 }  // namespace
 
 SystemEntry ideal_system_entry() {
-  return SystemEntry{"ideal", "Routing, expert computation and scaling on local tokens only (paper II-C)", nullptr,
-                     [](const Config&) -> std::unique_ptr<MoeSystem> { return std::make_unique<IdealSystem>(); },
-                     24, true};
+  SystemEntry e{"ideal", "Routing, expert computation and scaling on local tokens only (paper II-C)", nullptr,
+                [](const Config&) -> std::unique_ptr<MoeSystem> { return std::make_unique<IdealSystem>(); }, 24, true};
+  // It moves nothing between GPUs: no message is ever in flight.
+  e.flow_messages_bound = [](const Config&) -> std::optional<uint64_t> { return 0; };
+  return e;
 }
 
 }  // namespace moehub

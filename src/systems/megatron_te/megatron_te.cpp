@@ -430,16 +430,32 @@ class MegatronTeSystem final : public MoeSystem {
 
 }  // namespace
 
+namespace {
+
+// What its NCCL calls can have in flight (EP only; EP+TP adds the TP group's rings, not
+// counted, so nullopt): three all-to-all group calls (rows, probs, combine) and the count
+// all-gather's ring, at most gpus - 1 blocks per rank.
+std::optional<uint64_t> megatron_flow_messages_bound(const Config& c) {
+  const WorkloadConfig w = WorkloadConfig::from(c);
+  if (w.tp > 1) return std::nullopt;
+  const auto n = static_cast<uint64_t>(w.gpus);
+  return 3 * nccl_most_chunks_in_flight(NcclConfig::from(c), w.gpus) + n * (n - 1);
+}
+
+}  // namespace
+
 SystemEntry megatron_te_system_entry() {
-  return SystemEntry{"megatron-te",
-                     "Megatron-Core all-to-all token dispatcher + TE grouped GEMM: count all-gather, host sync, "
-                     "permutes and NCCL all-to-all, no overlap",
-                     declare_megatron_params,
-                     [](const Config& c) -> std::unique_ptr<MoeSystem> {
-                       return std::make_unique<MegatronTeSystem>(MegatronParams::from(c));
-                     },
-                     54,
-                     true};
+  SystemEntry e{"megatron-te",
+                "Megatron-Core all-to-all token dispatcher + TE grouped GEMM: count all-gather, host sync, "
+                "permutes and NCCL all-to-all, no overlap",
+                declare_megatron_params,
+                [](const Config& c) -> std::unique_ptr<MoeSystem> {
+                  return std::make_unique<MegatronTeSystem>(MegatronParams::from(c));
+                },
+                54,
+                true};
+  e.flow_messages_bound = megatron_flow_messages_bound;
+  return e;
 }
 
 }  // namespace moehub
