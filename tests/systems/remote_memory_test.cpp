@@ -30,9 +30,11 @@ TEST(RemoteMemory, ReadsTowardsAnotherNodeWaitForTheirNicPair) {
   EXPECT_TRUE(r.cluster->network().can_send_to(0, 3, 0, PacketKind::ReadRequest));
   EXPECT_TRUE(r.cluster->network().can_send_to(0, 1, 0, PacketKind::ReadRequest));
   r.sim.run();
-  // Each request leaves when the one before it is delivered, so the reads complete one request
-  // latency apart (128 B responses: no two overlap on a link). With the NVLink window asked
-  // instead, all three left at once and completed together.
+  // A header-only request is a flow of no bytes, delivered at once at flow fidelity, so the
+  // requests free their slot at time 0; the responses then share GPU 2's pair 2 -> 0, one at a
+  // time: each leaves when the one before it is delivered, and the reads complete one response
+  // latency apart (128 B: no two overlap on a link). With the NVLink window asked instead, all
+  // three responses left at once and the reads completed together.
   ASSERT_GT(done[0], 0);
   EXPECT_GT(done[1], done[0]);
   EXPECT_EQ(done[2] - done[1], done[1] - done[0]);
@@ -44,15 +46,15 @@ TEST(RemoteMemory, AClosedNicPairHoldsBackOnlyItsOwnReads) {
   RemoteMemory memory(*r.cluster);
   int64_t first = -1, queued = -1, other_pair = -1, nvlink = -1;
   memory.read(0, 2, 128, [&] { first = r.sim.now().ps(); });
-  memory.read(0, 2, 128, [&] { queued = r.sim.now().ps(); });  // waits for the pair 0 -> 2
+  memory.read(0, 2, 128, [&] { queued = r.sim.now().ps(); });  // its response waits for the first's
   memory.read(0, 3, 128, [&] { other_pair = r.sim.now().ps(); });
   memory.read(0, 1, 128, [&] { nvlink = r.sim.now().ps(); });
-  // Issued after the waiting read, both went out at once: the pair 0 -> 3 is closed now.
+  // Issued behind a request that waits for the pair 0 -> 2, the one to GPU 3 went out at once.
   EXPECT_FALSE(r.cluster->network().can_send_to(0, 3, 0, PacketKind::ReadRequest));
   r.sim.run();
   ASSERT_GT(first, 0);
   EXPECT_GT(queued, first);
-  EXPECT_LT(other_pair, queued);
+  EXPECT_LT(other_pair, queued);  // its response (pair 3 -> 0) does not wait for 2 -> 0's
   EXPECT_LT(nvlink, first);  // one NVLink hop against PCIe, NIC and switch each way
   EXPECT_TRUE(r.cluster->network().conservation_violations().empty());
 }
