@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "config/run_params.h"
 #include "gpu/block_program.h"
 #include "gpu/gpu_config.h"
+#include "net/send_windows.h"
 
 namespace moehub {
 
@@ -50,6 +52,13 @@ void StreamCollective::arrive() {
 
 void host_to_device_copy(Cluster& cluster, int g, gpu::Stream& stream, std::string label, uint64_t bytes) {
   cluster.host(g).copy(stream, std::move(label), bytes, false);
+}
+
+uint64_t overlap_flow_messages_bound(const Config& c, int collectives) {
+  const int64_t gpus = RunParams::from(c).gpus;
+  const NetConfig net = NetConfig::from(c, static_cast<int>(gpus));
+  return SendWindows::most_outstanding(net) +
+         static_cast<uint64_t>(collectives) * nccl_most_chunks_in_flight(NcclConfig::from(c), gpus);
 }
 
 }  // namespace moehub

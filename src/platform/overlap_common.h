@@ -47,4 +47,10 @@ class StreamCollective {
 // figures stand for H2D; assumption, docs/systems/comet.md).
 void host_to_device_copy(Cluster& cluster, int g, gpu::Stream& stream, std::string label, uint64_t bytes);
 
+// run.memory_budget's bound on the flow messages of a system built from these pieces
+// (SystemEntry::flow_messages_bound): its remote reads (RemoteMemory) and stores (the GPU's store
+// port) ask each message's own path's window, so SendWindows::most_outstanding; each of its
+// `collectives` StreamCollectives is an NCCL all-to-all with nccl_most_chunks_in_flight.
+uint64_t overlap_flow_messages_bound(const Config& c, int collectives);
+
 }  // namespace moehub

@@ -1,6 +1,7 @@
 #include "platform/remote_memory.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "platform/cluster.h"
 
@@ -40,11 +41,12 @@ class RemoteMemory::Port final : public gpu::LoadPort, public PacketReceiver, pu
   void on_room(int) override {
     waiting_request_room_ = false;
     waiting_response_room_ = false;
+    waiting_nic_room_ = false;
     pump();
   }
 
   void send_requests(int target, uint64_t read_id, uint64_t bytes) {
-    requests_.push_back({target, read_id, bytes});
+    requests_.push(path_of(target), {target, read_id, bytes, 0});
     pump();
   }
 
@@ -53,7 +55,72 @@ class RemoteMemory::Port final : public gpu::LoadPort, public PacketReceiver, pu
     int peer;
     uint64_t read_id;
     uint64_t bytes;  // requests: bytes still to ask for; responses: the response's payload
+    uint64_t seq;    // arrival order, across paths
   };
+
+  // Messages waiting for their path's send window, one FIFO per path: [0] NVLink (every peer of
+  // the node shares the GPU's window), [1 + p] the NIC pair to GPU p on another node. A closed
+  // NIC pair holds back only its own messages (one RC queue pair each); the oldest message whose
+  // path is open goes first. On one node there is one path, so this is the single FIFO it was.
+  class PathQueues {
+   public:
+    explicit PathQueues(size_t paths) : q_(paths) {}
+    bool empty() const { return size_ == 0; }
+    void push(size_t path, Pending p) {
+      if (q_[path].empty()) active_.push_back(path);
+      p.seq = next_seq_++;
+      q_[path].push_back(p);
+      ++size_;
+    }
+    // The path whose front is oldest among those `open(front)` accepts; SIZE_MAX if none.
+    template <class Open>
+    size_t oldest(Open&& open) {
+      size_t best = SIZE_MAX;
+      for (size_t path : active_) {
+        const Pending& f = q_[path].front();
+        if ((best == SIZE_MAX || f.seq < q_[best].front().seq) && open(f)) best = path;
+      }
+      return best;
+    }
+    Pending& front(size_t path) { return q_[path].front(); }
+    void pop(size_t path) {
+      q_[path].pop_front();
+      --size_;
+      if (q_[path].empty()) active_.erase(std::find(active_.begin(), active_.end(), path));
+    }
+
+   private:
+    std::vector<std::deque<Pending>> q_;
+    std::vector<size_t> active_;  // non-empty paths
+    size_t size_ = 0;
+    uint64_t next_seq_ = 0;
+  };
+
+  size_t paths() const {
+    const NetConfig& cfg = owner_.cluster_.network().config();
+    return cfg.scale_out() ? 1 + static_cast<size_t>(cfg.gpus) : 1;
+  }
+  bool crosses(int peer) const {
+    const NetConfig& cfg = owner_.cluster_.network().config();
+    return cfg.scale_out() && peer / cfg.gpus_per_node != gpu_ / cfg.gpus_per_node;
+  }
+  size_t path_of(int peer) const { return crosses(peer) ? 1 + static_cast<size_t>(peer) : 0; }
+
+  // True if the path to `peer` takes the message now; else asks to be woken when it opens.
+  bool open(int peer, uint64_t bytes, PacketKind kind) {
+    Network& net = owner_.cluster_.network();
+    if (net.can_send_to(gpu_, peer, static_cast<uint32_t>(bytes), kind)) return true;
+    bool& waiting = crosses(peer) ? waiting_nic_room_
+                    : kind == PacketKind::ReadResponse ? waiting_response_room_ : waiting_request_room_;
+    if (!waiting) {
+      waiting = true;
+      // Any NIC pair of this GPU wakes it (the NIC window counts messages of both classes).
+      if (crosses(peer)) net.request_room_to(gpu_, peer, this);
+      else if (kind == PacketKind::ReadResponse) net.request_response_room(gpu_, this);
+      else net.request_room(gpu_, this);
+    }
+    return false;
+  }
 
   void write_in(uint64_t bytes, uint64_t tag) {
     Cluster& c = owner_.cluster_;
@@ -75,7 +142,7 @@ class RemoteMemory::Port final : public gpu::LoadPort, public PacketReceiver, pu
     const uint64_t id = request.cookie;
     const uint64_t bytes = request.header;
     owner_.cluster_.gpu(gpu_).memory_read(bytes, [this, reader, id, bytes] {
-      responses_.push_back({reader, id, bytes});
+      responses_.push(path_of(reader), {reader, id, bytes, 0});
       pump();
     });
   }
@@ -95,40 +162,31 @@ class RemoteMemory::Port final : public gpu::LoadPort, public PacketReceiver, pu
     pumping_ = false;
   }
 
+  // Each message asks its own path's window (NVLink, or the NIC pair across nodes).
   void pump_once() {
     Network& net = owner_.cluster_.network();
     const uint64_t max_payload = net.message_limit();  // a request asks for one message's worth
-    while (!responses_.empty()) {
-      const Pending r = responses_.front();
-      if (!net.can_send(gpu_, static_cast<uint32_t>(r.bytes), PacketKind::ReadResponse)) {
-        if (!waiting_response_room_) {
-          waiting_response_room_ = true;
-          net.request_response_room(gpu_, this);
-        }
-        break;
-      }
+    for (;;) {
+      const size_t path = responses_.oldest([&](const Pending& r) { return open(r.peer, r.bytes, PacketKind::ReadResponse); });
+      if (path == SIZE_MAX) break;
+      const Pending r = responses_.front(path);
       Packet p;
       p.src = gpu_;
       p.dst = r.peer;
       p.payload_bytes = static_cast<uint32_t>(r.bytes);
       p.kind = PacketKind::ReadResponse;
       p.cookie = r.read_id;
-      responses_.pop_front();
+      responses_.pop(path);
       net.send(std::move(p));
     }
     if (responses_.empty() && refused_) {
       refused_ = false;
       net.resume_ingress(gpu_);
     }
-    while (!requests_.empty()) {
-      Pending& q = requests_.front();
-      if (!net.can_send(gpu_, 0, PacketKind::ReadRequest)) {
-        if (!waiting_request_room_) {
-          waiting_request_room_ = true;
-          net.request_room(gpu_, this);
-        }
-        break;
-      }
+    for (;;) {
+      const size_t path = requests_.oldest([&](const Pending& q) { return open(q.peer, 0, PacketKind::ReadRequest); });
+      if (path == SIZE_MAX) break;
+      Pending& q = requests_.front(path);
       const uint64_t ask = std::min<uint64_t>(q.bytes, max_payload);
       Packet p;
       p.src = gpu_;
@@ -138,17 +196,18 @@ class RemoteMemory::Port final : public gpu::LoadPort, public PacketReceiver, pu
       p.cookie = q.read_id;
       p.header = ask;
       q.bytes -= ask;
-      if (q.bytes == 0) requests_.pop_front();
+      if (q.bytes == 0) requests_.pop(path);
       net.send(std::move(p));
     }
   }
 
   RemoteMemory& owner_;
   int gpu_;
-  std::deque<Pending> requests_;
-  std::deque<Pending> responses_;
+  PathQueues requests_{paths()};
+  PathQueues responses_{paths()};
   bool waiting_request_room_ = false;
   bool waiting_response_room_ = false;
+  bool waiting_nic_room_ = false;
   bool refused_ = false;
   bool pumping_ = false;
   bool repump_ = false;

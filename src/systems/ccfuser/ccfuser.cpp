@@ -380,13 +380,16 @@ class CcfuserSystem final : public MoeSystem {
 }  // namespace
 
 SystemEntry ccfuser_system_entry() {
-  return SystemEntry{"ccfuser", "CCFuser (PPoPP'25): GEMM thread blocks pull rows from peer memory, fused with the all-to-all",
-                     CcfuserParams::declare,
-                     [](const Config& c) -> std::unique_ptr<MoeSystem> { return std::make_unique<CcfuserSystem>(CcfuserParams::from(c)); },
-                     64, false,
-                     // docs/systems/ep-tp.md
-                     "CCFuser's MixMOE partitions whole experts over world_size ranks and takes no process group "
-                     "(WongHuLin/CCFuser @3e1990e mix_moe/mix_moe/layers.py L33-60)"};
+  SystemEntry e{"ccfuser", "CCFuser (PPoPP'25): GEMM thread blocks pull rows from peer memory, fused with the all-to-all",
+                CcfuserParams::declare,
+                [](const Config& c) -> std::unique_ptr<MoeSystem> { return std::make_unique<CcfuserSystem>(CcfuserParams::from(c)); },
+                64, false,
+                // docs/systems/ep-tp.md
+                "CCFuser's MixMOE partitions whole experts over world_size ranks and takes no process group "
+                "(WongHuLin/CCFuser @3e1990e mix_moe/mix_moe/layers.py L33-60)"};
+  // The count all-gather and two barriers (start()).
+  e.flow_messages_bound = [](const Config& c) -> std::optional<uint64_t> { return overlap_flow_messages_bound(c, 3); };
+  return e;
 }
 
 }  // namespace moehub

@@ -456,11 +456,17 @@ class CometSystem final : public MoeSystem {
 }  // namespace
 
 SystemEntry comet_system_entry() {
-  return SystemEntry{"comet", "Comet (MLSys'25): tile-level overlap in fused kernels with communication blocks and flag polling",
-                     CometParams::declare,
-                     [](const Config& c) -> std::unique_ptr<MoeSystem> { return std::make_unique<CometSystem>(CometParams::from(c)); },
-                     240,
-                     true};
+  SystemEntry e{"comet", "Comet (MLSys'25): tile-level overlap in fused kernels with communication blocks and flag polling",
+                CometParams::declare,
+                [](const Config& c) -> std::unique_ptr<MoeSystem> { return std::make_unique<CometSystem>(CometParams::from(c)); },
+                240,
+                true};
+  // Two all-gathers and two barriers, a third barrier with copy-engine gets (start()).
+  e.flow_messages_bound = [](const Config& c) -> std::optional<uint64_t> {
+    const bool gets = CometParams::from(c).dispatch == CometParams::Dispatch::CopyEngineGets;
+    return overlap_flow_messages_bound(c, gets ? 5 : 4);
+  };
+  return e;
 }
 
 }  // namespace moehub
