@@ -1,8 +1,8 @@
 # Two commands matter: `make run` and `make test`. Each installs what is missing first.
 # `make run` builds only the moehub program, with link-time optimisation, in build/.
-# `make test` builds the tests and a moehub without link-time optimisation (same results, a
-# quicker build) in build-test/, runs them, then the unit tests under the sanitizers in
-# build-asan/ (build times from a clean clone: docs/performance/build-and-test.md).
+# `make test` builds the model-level, sweep and end-to-end tests and a moehub without link-time
+# optimisation (same results, a quicker build) in build-test/, runs them, then the unit tests
+# under the sanitizers in build-asan/ (build times from a clean clone: docs/performance/build-and-test.md).
 BUILD_DIR ?= build
 TEST_DIR ?= build-test
 ASAN_DIR ?= build-asan
@@ -35,8 +35,9 @@ run: build
 # 15 % less compile CPU for the whole test tree than -O2, for a program 6-17 % slower on the
 # default run; `make test` is build-bound (docs/performance/build-and-test.md, session 22).
 # The test programs' own code at -O0 (session 24): 20-40 % less of their compile CPU, the same tests.
+# The unit tests run under the sanitizers (test-asan), not a second time here (session 25).
 test-release: deps
-	@cmake -S . -B $(TEST_DIR) $(call generator,$(TEST_DIR)) -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" -DMOEHUB_TEST_PROGRAM_FLAGS=-O0 -DMOEHUB_LTO=OFF -DMOEHUB_BUILD_BENCH=OFF >/dev/null
+	@cmake -S . -B $(TEST_DIR) $(call generator,$(TEST_DIR)) -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" -DMOEHUB_TEST_PROGRAM_FLAGS=-O0 -DMOEHUB_RELEASE_UNIT_TESTS=OFF -DMOEHUB_LTO=OFF -DMOEHUB_BUILD_BENCH=OFF >/dev/null
 	@cmake --build $(TEST_DIR) -j $(JOBS)
 	cd $(TEST_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 

@@ -6,7 +6,6 @@
 
 #include "moe/synthetic_routing.h"
 #include "sim/error.h"
-#include "sanitizer_skip.h"
 
 namespace moehub {
 namespace {
@@ -19,20 +18,6 @@ struct Shape {
 
 // Mixtral (8 experts, top-2), Phi-3.5-MoE (16, top-2), Qwen2-MoE as in the paper (64, top-4).
 constexpr Shape kShapes[] = {{"mixtral", 8, 2}, {"phi", 16, 2}, {"qwen", 64, 4}};
-
-TEST(SyntheticRouting, MeasuredStdLandsWithinTenPercentOfTheRequest) {
-  MOEHUB_SKIP_UNDER_SANITIZERS();
-  for (const Shape& shape : kShapes) {
-    for (double std_request : {0.005, 0.01, 0.02, 0.032, 0.05}) {
-      for (uint64_t seed : {1u, 2u, 3u, 17u, 12345u}) {
-        SCOPED_TRACE(testing::Message() << shape.model << " std " << std_request << " seed " << seed);
-        const Routing r = generate_synthetic_routing({8192, shape.experts, shape.top_k, std_request, seed});
-        const double measured = load_std(r.tokens_per_expert());
-        EXPECT_NEAR(measured, std_request, 0.1 * std_request);
-      }
-    }
-  }
-}
 
 TEST(SyntheticRouting, EveryExpertGetsExactlyItsLoadAndTokensHaveDistinctExperts) {
   for (const Shape& shape : kShapes) {
