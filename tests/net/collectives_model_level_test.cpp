@@ -62,49 +62,5 @@ TEST(Collectives, PacketAndFlowAgreeWithinFivePercentOnLargeUniformAllToAll) {
   }
 }
 
-// A Simple pair 0 -> 1 on one connection of 1 KiB steps in `steps` slots, packet model.
-// Unloaded one-way times (h800_like: 50 GB/s per plane, 250 + 100 + 250 ns of latency):
-// a 128 B write (9 flits) 2880 ps per link, 605760 in all; an ack (1 flit) 320 per link,
-// 600640 in all; a tail or head store (8 B: 2 flits) 640 per link, 601280 in all.
-struct SimplePair {
-  Simulator sim;
-  PacketNetwork net;
-  AllToAll a2a;
-  SimplePair(bool acks, int steps) : net(net_config(acks), sim), a2a(net, sim, nccl(steps)) {}
-  int64_t run(uint64_t bytes) {
-    a2a.start_pair(0, 1, bytes, 0, [] {});
-    sim.run();
-    return a2a.finish_time().ps();
-  }
-  uint64_t flags() const { return net.stats()["packets_delivered_by_kind"]["flag"]; }
-  static NetConfig net_config(bool acks) {
-    NetConfig c = test::h800_like(2);
-    c.write_ack = acks;
-    return c;
-  }
-  static NcclConfig nccl(int steps) {
-    NcclConfig cfg;
-    cfg.chunk_bytes = 1024;
-    cfg.steps = steps;
-    cfg.channels_per_peer = 1;
-    cfg.ll_threshold_bytes = 0;  // Simple: the slots and their stores are its protocol
-    return cfg;
-  }
-};
-
-// Finish time of one 16 KiB pair (0 -> 1) on the packet model with the given LL threshold.
-int64_t sixteen_kib_pair_ps(uint64_t ll_threshold) {
-  Simulator sim;
-  PacketNetwork net(test::h800_like(2), sim);
-  NcclConfig cfg;
-  cfg.ll_threshold_bytes = ll_threshold;
-  AllToAll a2a(net, sim, cfg);
-  PerPair<uint64_t> m(2, 0);
-  m(0, 1) = 16 * 1024;
-  a2a.start(m, 0, [] {});
-  sim.run();
-  return a2a.finish_time().ps();
-}
-
 }  // namespace
 }  // namespace moehub

@@ -13,7 +13,7 @@
 namespace moehub {
 namespace {
 
-using SystemRun = test::DefaultsRun;
+using test::DefaultsRun;
 
 // Written from WongHuLin/CCFuser 3e1990e (mix_moe/transformer.py process_data,
 // select_popular_expert, divide_into_block; functions.py perpare_expert_assignment;
@@ -27,7 +27,7 @@ TEST(Ccfuser, OpCountsAsTheCodeIssuesThem) {
   // Every rank sends each expert between 1 and 63 rows here (1024 tokens, top-2 of 8 experts on
   // 8 GPUs: about 32; BlocksOf64RowsPairedLocalWithRemote checks the bound), so each of the three
   // popular experts' counts is partial on every rank: 46 + 3 x 3 = 55 framework ops.
-  SystemRun r("ccfuser", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024"});
+  DefaultsRun r("ccfuser", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024"});
   for (int g = 0; g < r.cluster->gpus(); ++g) {
     EXPECT_EQ(r.count(g, Activity::Synchronisation), 3);
     const gpu::HostOps o = r.cluster->host(g).ops();
@@ -43,7 +43,7 @@ TEST(Ccfuser, BlocksOf64RowsPairedLocalWithRemote) {
   // 1024 tokens, top-2 of 8 experts, 8 GPUs: each GPU's expert gets rows from 8 sources, fewer
   // than 64 from each in this routing, so one block per (expert, source): 1 local + 7 remote,
   // paired as (local, remote) then 6 remote blocks alone.
-  SystemRun r("ccfuser", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024"});
+  DefaultsRun r("ccfuser", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024"});
   for (int g = 0; g < r.cluster->gpus(); ++g) {
     const auto& s = r.stats["gpus"][g];
     uint64_t max_rows = 0;
@@ -58,8 +58,8 @@ TEST(Ccfuser, BlocksOf64RowsPairedLocalWithRemote) {
 }
 
 TEST(Ccfuser, WorkQueueSpreadsTilesOverMoreSmsThanTheStaticGrid) {
-  SystemRun queue("ccfuser", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024"});
-  SystemRun pairs("ccfuser", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024", "systems.ccfuser.schedule=static_pairs"});
+  DefaultsRun queue("ccfuser", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024"});
+  DefaultsRun pairs("ccfuser", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024", "systems.ccfuser.schedule=static_pairs"});
   for (int g = 0; g < queue.cluster->gpus(); ++g) {
     EXPECT_LE(pairs.stats["gpus"][g]["gemm1_sms_used"].get<uint64_t>(), pairs.stats["gpus"][g]["pairs"].get<uint64_t>());
     EXPECT_GT(queue.stats["gpus"][g]["gemm1_sms_used"].get<uint64_t>(), queue.stats["gpus"][g]["pairs"].get<uint64_t>());

@@ -11,10 +11,10 @@
 namespace moehub {
 namespace {
 
-using SystemRun = test::DefaultsRun;
+using test::DefaultsRun;
 
 TEST(Ccfuser, RemoteRowsArePulledAsReadRequestsAndResponses) {
-  SystemRun r("ccfuser", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024"});
+  DefaultsRun r("ccfuser", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024"});
   const nlohmann::json k = r.cluster->network().stats()["packets_delivered_by_kind"];
   // Every remote row is read as row_bytes / 128 header-only requests, each answered by a 128 B response.
   const uint64_t expected = static_cast<uint64_t>(r.workload.plan().remote_rows()) * r.workload.model().row_bytes() / 128;
@@ -29,7 +29,7 @@ TEST(Ccfuser, RemoteRowsArePulledAsReadRequestsAndResponses) {
 
 TEST(Ccfuser, FunctionalOutputMatchesTheReference) {
   for (const char* schedule : {"work_queue", "static_pairs"}) {
-    SystemRun r("ccfuser", {"run.tokens=256", "model.hidden=64", "model.ffn_hidden=96", "run.functional=true",
+    DefaultsRun r("ccfuser", {"run.tokens=256", "model.hidden=64", "model.ffn_hidden=96", "run.functional=true",
                             std::string("systems.ccfuser.schedule=") + schedule},
                 true);
     EXPECT_TRUE(r.functional->passed()) << schedule << r.functional->report().dump();
@@ -37,7 +37,7 @@ TEST(Ccfuser, FunctionalOutputMatchesTheReference) {
 }
 
 TEST(Ccfuser, FunctionalOutputMatchesTheReferenceAtFlowFidelity) {
-  SystemRun r("ccfuser", {"run.tokens=256", "model.hidden=64", "model.ffn_hidden=96", "run.functional=true",
+  DefaultsRun r("ccfuser", {"run.tokens=256", "model.hidden=64", "model.ffn_hidden=96", "run.functional=true",
                           "net.fidelity=flow"},
               true);
   EXPECT_TRUE(r.functional->passed()) << r.functional->report().dump();

@@ -12,10 +12,10 @@
 namespace moehub {
 namespace {
 
-using SystemRun = test::DefaultsRun;
+using test::DefaultsRun;
 
 TEST(Comet, Gemm1TilesStartBeforeTheDispatchHasArrived) {
-  SystemRun r("comet", {"run.tokens=2048", "model.hidden=1024", "model.ffn_hidden=1024", "systems.comet.comm_blocks=2"});
+  DefaultsRun r("comet", {"run.tokens=2048", "model.hidden=1024", "model.ffn_hidden=1024", "systems.comet.comm_blocks=2"});
   for (int g = 0; g < r.cluster->gpus(); ++g) {
     const auto& s = r.stats["gpus"][g];
     ASSERT_TRUE(s.contains("gemm1_first_math_ps"));
@@ -27,7 +27,7 @@ TEST(Comet, Gemm1TilesStartBeforeTheDispatchHasArrived) {
 }
 
 TEST(Comet, CommunicationBlocksStayOnTheirSms) {
-  SystemRun r("comet", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024", "systems.comet.comm_blocks=8", "systems.comet.gather_rs_ctas=28"});
+  DefaultsRun r("comet", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024", "systems.comet.comm_blocks=8", "systems.comet.gather_rs_ctas=28"});
   for (int g = 0; g < r.cluster->gpus(); ++g) {
     const auto& s = r.stats["gpus"][g];
     EXPECT_EQ(s["dispatch_comm_blocks"].get<uint32_t>(), 8u);
@@ -48,7 +48,7 @@ TEST(Comet, CommunicationBlocksStayOnTheirSms) {
 // cast back and bincount's min, max, zeros and histogram (8).
 TEST(Comet, OpCountsAsTheCodeIssuesThem) {
   for (const char* mode : {"comm_blocks", "copy_engine_gets"}) {
-    SystemRun r("comet", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024", std::string("systems.comet.dispatch=") + mode});
+    DefaultsRun r("comet", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024", std::string("systems.comet.dispatch=") + mode});
     for (int g = 0; g < r.cluster->gpus(); ++g) {
       EXPECT_EQ(r.count(g, Activity::Synchronisation), 3) << mode;
       const gpu::HostOps o = r.cluster->host(g).ops();
@@ -64,14 +64,14 @@ TEST(Comet, OpCountsAsTheCodeIssuesThem) {
 }
 
 TEST(Comet, CommBlocksPushRowsWithStoresAndGetsUseReads) {
-  SystemRun push("comet", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024"});
+  DefaultsRun push("comet", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024"});
   const nlohmann::json a = push.cluster->network().stats()["packets_delivered_by_kind"];
   EXPECT_EQ(a["read_request"].get<uint64_t>(), 0u);
   // Every remote dispatch row is one store of row_bytes / 128 packets; the combine sends partials.
   EXPECT_GE(a["write"].get<uint64_t>(),
             static_cast<uint64_t>(push.workload.plan().remote_rows()) * push.workload.model().row_bytes() / 128);
 
-  SystemRun get("comet", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024", "systems.comet.dispatch=copy_engine_gets"});
+  DefaultsRun get("comet", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024", "systems.comet.dispatch=copy_engine_gets"});
   const nlohmann::json b = get.cluster->network().stats()["packets_delivered_by_kind"];
   // flux's layer0 pulls every other GPU's whole token shard: 7 shards of 128 tokens each.
   const uint64_t shard = 128ull * get.workload.model().row_bytes();

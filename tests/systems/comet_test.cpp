@@ -10,7 +10,7 @@
 namespace moehub {
 namespace {
 
-using SystemRun = test::DefaultsRun;
+using test::DefaultsRun;
 
 TEST(Comet, AdaptiveCommBlocksBalanceSendingAndGemm1) {
   ParamRegistry reg = build_param_registry();
@@ -27,7 +27,7 @@ TEST(Comet, AdaptiveCommBlocksBalanceSendingAndGemm1) {
 
 TEST(Comet, FunctionalOutputMatchesTheReference) {
   for (const char* mode : {"comm_blocks", "copy_engine_gets"}) {
-    SystemRun r("comet", {"run.tokens=256", "model.hidden=64", "model.ffn_hidden=96", "run.functional=true",
+    DefaultsRun r("comet", {"run.tokens=256", "model.hidden=64", "model.ffn_hidden=96", "run.functional=true",
                           std::string("systems.comet.dispatch=") + mode},
                 true);
     EXPECT_TRUE(r.functional->passed()) << mode << r.functional->report().dump();
@@ -37,7 +37,7 @@ TEST(Comet, FunctionalOutputMatchesTheReference) {
 // At flow fidelity a tagged store reaches the destination's receiver when its flow completes,
 // as its packet would: the rows are written before the tile flags that guard them complete.
 TEST(Comet, FunctionalOutputMatchesTheReferenceAtFlowFidelity) {
-  SystemRun r("comet", {"run.tokens=256", "model.hidden=64", "model.ffn_hidden=96", "run.functional=true",
+  DefaultsRun r("comet", {"run.tokens=256", "model.hidden=64", "model.ffn_hidden=96", "run.functional=true",
                         "net.fidelity=flow"},
               true);
   EXPECT_TRUE(r.functional->passed()) << r.functional->report().dump();
@@ -47,7 +47,7 @@ TEST(Comet, FunctionalOutputMatchesTheReferenceAtFlowFidelity) {
 
 TEST(Comet, BadBlockCountsNameTheirKey) {
   try {
-    SystemRun r("comet", {"run.tokens=256", "systems.comet.gather_rs_ctas=132"});
+    DefaultsRun r("comet", {"run.tokens=256", "systems.comet.gather_rs_ctas=132"});
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("systems.comet.gather_rs_ctas"), std::string::npos);

@@ -142,11 +142,5 @@ TEST(DeepEpInternode, ThreadBlockStoresStayInsideTheNode) {
 
 // ---- low-latency kernels (systems.deepep.mode = "low-latency") ----
 
-std::vector<std::string> ll(std::vector<std::string> more = {}) {
-  std::vector<std::string> s{"systems.deepep.mode=low-latency", "run.gpus=2"};
-  s.insert(s.end(), more.begin(), more.end());
-  return s;
-}
-
 }  // namespace
 }  // namespace moehub

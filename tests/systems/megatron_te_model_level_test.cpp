@@ -111,67 +111,7 @@ TEST(MegatronTe, LayerTimeGrowsWithTokens) {
 
 // --- the rank collectives ---
 
-struct CollectiveRig {
-  SystemRun run;
-  explicit CollectiveRig(int gpus) : run("ideal", {"run.gpus=" + std::to_string(gpus), "net.fidelity=flow"}, false) {}
-  Cluster& cluster() { return *run.cluster; }
-};
-
-// Launches GPU g's kernel of `call` at `at`; records the pairs in the order they start.
-struct GroupCallRig : CollectiveRig {
-  std::vector<std::pair<int, int>> started;
-  std::vector<Time> delivered_at;
-  GroupCallRig(int gpus) : CollectiveRig(gpus) {}
-  void hook(NcclGroupCall& call) {
-    call.set_hooks([this](int s, int d) { started.push_back({s, d}); },
-                   [this](int, int) { delivered_at.push_back(cluster().sim().now()); });
-  }
-  void launch_at(NcclGroupCall& call, int g, Time at) {
-    cluster().sim().schedule_in(at, [this, &call, g] { call.launch(g, cluster().stream(g)); });
-  }
-};
-
 // --- the TP group's ring chains (NcclRing) ---
-
-// A lone transfer of `bytes` from GPU 0 to GPU 1 (the network's own timing, docs/network.md).
-Time lone_transfer(uint64_t bytes) {
-  CollectiveRig rig(4);
-  Time at;
-  rig.cluster().network().transfer(0, 1, bytes, 0, [&] { at = rig.cluster().sim().now(); });
-  rig.cluster().sim().run();
-  return at;
-}
-
-// One chain rooted at GPU 0 over the ring 0-1-2-3, one slice long (nccl.chunk_bytes, slice
-// steps 1); returns when each rank's part ended, in ns after the kernels were up.
-std::vector<double> one_slice_chain(RingOp op) {
-  CollectiveRig rig(4);
-  const uint64_t slice = rig.cluster().nccl().chunk_bytes;
-  RingSpec spec;
-  spec.rings = {{0, 1, 2, 3}};
-  spec.block = PerGpu<uint64_t>(4, 0);
-  spec.block[0] = slice;
-  spec.op = op;
-  NcclRing ring(rig.cluster(), "ring", spec, NcclKernelShape{});
-  std::vector<double> done(4);
-  ring.set_hooks([&](int root, int rank) {
-    EXPECT_EQ(root, 0);
-    done[static_cast<size_t>(rank)] = (rig.cluster().sim().now() - *ring.resident_at(0)).us() * 1e3;
-  });
-  for (int g = 0; g < 4; ++g) ring.launch(g, rig.cluster().stream(g));
-  rig.cluster().sim().run();
-  for (int g = 0; g < 4; ++g) {
-    EXPECT_TRUE(ring.done_at(g));
-    EXPECT_EQ(ring.resident_at(g), ring.resident_at(0));  // every kernel up at once
-  }
-  return done;
-}
-
-// By hand, dgx-h800: a slice is nccl_chunk_bytes = 512 KiB; an HBM pass over f slices takes
-// f x 524288 B / (3.35 TB/s x hbm_efficiency 0.87 = 2914.5 B/ns) = f x 179.89 ns; a hop is
-// the network's lone 512 KiB transfer (3452 ns on the flow model today). Tolerance 1 ns: the
-// four spinning NCCL CTAs' flag loads take a few ps of HBM from each pass.
-double pass_ns(double slices) { return slices * 524288.0 / 2914.5; }
 
 }  // namespace
 }  // namespace moehub

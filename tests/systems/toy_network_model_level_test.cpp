@@ -47,17 +47,6 @@ const NetworkFactory kToy = [](const NetConfig& config, Simulator& sim, TraceRec
   return std::make_unique<ToyNetwork>(config, sim);
 };
 
-class ToyNetworkRuns : public ::testing::TestWithParam<const char*> {};
-
-INSTANTIATE_TEST_SUITE_P(EverySystem, ToyNetworkRuns,
-                         ::testing::Values("ideal", "megatron-te", "fastermoe", "tutel", "comet", "ccfuser", "deepep",
-                                           "mh-base", "mh-pkt", "mh-dep", "moehub"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n) c = (c == '-') ? '_' : c;
-                           return n;
-                         });
-
 // The same system on the shipped fabric and on the toy takes different times: the layer is
 // timed by whichever network is under it. (Mixtral at 1024 tokens: the verify shapes are so
 // small that Megatron-TE's layer is bound by its host, whatever the network.)

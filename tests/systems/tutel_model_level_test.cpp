@@ -21,32 +21,6 @@ namespace {
 using test::kernels;
 using test::run_system;
 
-// 2 GPUs, 8 tokens each, Mixtral's 8 experts top-2: capacity = 2 * int(1.0 * ceil(8 / 8)) = 2.
-// GPU 0: tokens 0-3 pick (0, 1), tokens 4-7 pick (1, 0). Slot 0 fills expert 0 with tokens
-// 0-3 (locations 0-3) and expert 1 with tokens 4-7; slot 1 comes after (locations 4-7). Kept:
-// slot 0 of tokens 0, 1 (expert 0) and 4, 5 (expert 1): 12 of 16 rows dropped, every token
-// loses a slot. GPU 1: token 8 + i picks (i, i + 1 mod 8): two rows per expert, none dropped.
-class TutelDrops : public ::testing::Test {
- protected:
-  void SetUp() override {
-    // One file per process and test: ctest runs the tests of this fixture side by side.
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    trace_ = std::filesystem::temp_directory_path() /
-             ("moehub_tutel_drops-" + std::to_string(::getpid()) + "-" + info->name() + ".csv");
-    std::ofstream f(trace_);
-    f << "token,layer,experts,weights\n";
-    for (int t = 0; t < 4; ++t) f << t << ",0,0;1,0.75;0.25\n";
-    for (int t = 4; t < 8; ++t) f << t << ",0,1;0,0.6;0.4\n";
-    for (int i = 0; i < 8; ++i) f << 8 + i << ",0," << i << ";" << (i + 1) % 8 << ",0.5;0.5\n";
-  }
-  void TearDown() override { std::filesystem::remove(trace_); }
-  std::vector<std::string> settings(std::string degree) const {
-    return {"run.gpus=2", "run.tokens=16", "workload.routing_trace=" + trace_.string(),
-            "systems.tutel.overlap_degree=" + degree};
-  }
-  std::filesystem::path trace_;
-};
-
 // The harness's experts (Tutel's 'ffn' type: fc1, SiLU, fc2) on a gated preset: GEMM1 has F
 // columns, not the gate and up halves' 2F, so half the tiles of the preset's expert at the
 // same rows, and the functional reference computes the same plain FFN (the run above passes

@@ -128,20 +128,5 @@ TEST_F(TutelDrops, FunctionalCheckCountsDroppedRowsAsZero) {
   }
 }
 
-// Written from microsoft/tutel v0.3.0 (commit 71db950; docs/systems/tutel.md) for top-2,
-// capacity factor 1, one local expert per GPU. Framework ops before the exchange: reshape,
-// .to (2); gate linear (1); softmax, topk (2); chunk + 2 views (3); 2 one-hots of zeros,
-// unsqueeze, scatter_ (6); 2 x (mul, sum) (4); gshard_loss (9); slot 0: cumsum, mul, sum,
-// .to(int32) (4); slot 1: column sum, cumsum, += base, mul, sum, .to(int32) (6); normalize:
-// 0 + g0, + g1, clamp, 2 divisions (5); [-1], + 1 (2); 2 x .to(int32) (2): 46. Encode: .to,
-// update (4 per slot: 8), cast up, GatingEncoder.apply, zeros, 2 scatters, cast down, view,
-// .to: 17. Decode: .to, update (8), cast up, apply, 2 x (empty, gather), 1 add, cast down,
-// 2 views, .to: 20. Together 83 framework ops. Kernels: gate 1, softmax and topk 2, one-hots
-// 4, gate values 4, loss 7, slot 0 5 (the cumsum op runs 2), slot 1 7, normalize 5, + 1 1,
-// int32 indices 2: 38; encode 2 + 5 = 7; decode 2 + 1 + 2 + 1 + 1 = 7: 52.
-// Experts of one chunk (moe_layer.py:214-217, experts/ffn.py:55-98): x.view, 2 unsqueezes,
-// w1.permute, matmul, add, silu, matmul, add, reshape: 10 ops, 5 kernels.
-constexpr uint64_t kOpsOutsideExchange = 83, kKernelsOutsideExchange = 52;
-
 }  // namespace
 }  // namespace moehub
