@@ -104,7 +104,8 @@ TEST(MoeHubSystems, RowsBeyond64KiBKeepTheirRowOffsetOnTheWire) {
   // 32700 bf16 values (65400 B) and a 256 B metadata column: the metadata store starts within
   // the store tag's 16-bit RowOffset, but its lines reach RowOffset 65536 and beyond
   // (hub.rat.row_offset_bits = 20 allows it); the packets must still land every byte.
-  const LayerSetup s({"model.hidden=32700", "model.ffn_hidden=64", "run.tokens=16", "systems.moehub.metadata_bytes=256B",
+  // One token per GPU (16 such rows) takes the path; more would only lengthen the sanitizer run.
+  const LayerSetup s({"model.hidden=32700", "model.ffn_hidden=64", "run.tokens=8", "systems.moehub.metadata_bytes=256B",
                       "hub.rat.row_offset_bits=20"},
                      true);
   for (const auto& o : s.run("mh-base,moehub", true)) {
