@@ -32,7 +32,7 @@
 namespace moehub {
 namespace {
 constexpr uint32_t kWeightBytes = 4;  // fp32 routing probabilities, as SharedKernels
-constexpr uint32_t kIndexBytes = 4;   // int32 expert indices, as SharedKernels
+constexpr uint32_t kExpertIndexBytes = 4;   // int32 expert indices, as SharedKernels
 }  // namespace
 
 gpu::Step st_rowsp(const RowspRegistry& registry, const RowspStore& s) {
@@ -125,7 +125,7 @@ std::shared_ptr<gpu::BlockProgram> MoeHubSystemImpl::routing_program(int g, uint
   const int64_t k = m.top_k(), first = c.workload().tokens().begin(g), tokens = c.workload().tokens().count(g);
   const uint64_t topk_bytes = gpu::memory_bytes::routing(static_cast<uint64_t>(tokens), static_cast<uint64_t>(c.workload().logical_experts()),
                                                          static_cast<uint64_t>(c.workload().logical_model().top_k()),
-                                                         static_cast<uint32_t>(m.dtype_bytes), kWeightBytes, kIndexBytes);
+                                                         static_cast<uint32_t>(m.dtype_bytes), kWeightBytes, kExpertIndexBytes);
   const int64_t per_token = 1 + 2 * k;
   const int64_t tp = c.workload().tp().tp(), rank = c.workload().tp().tp_rank(g);
   std::vector<int> consumers;  // GPUs with experts: they receive a row-count store

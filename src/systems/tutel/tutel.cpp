@@ -71,9 +71,9 @@ TutelConfig TutelConfig::from(const Config& c) {
 
 namespace {
 
-constexpr uint64_t kIndexBytes = 4;  // int32 indices and locations (fast_dispatch.py)
+constexpr uint64_t kTutelIndexBytes = 4;  // int32 indices and locations (fast_dispatch.py)
 
-uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
+uint64_t to_u64(int64_t v) { return static_cast<uint64_t>(v); }
 
 }  // namespace
 
@@ -112,7 +112,7 @@ class TutelSystem final : public MoeSystem {
     const uint64_t row = m.row_bytes();
     PerPair<uint64_t> bytes(n_);
     for (int s = 0; s < n_; ++s) {
-      for (int d = 0; d < n_; ++d) bytes(s, d) = u(local(d)) * u(chunk_) * row;
+      for (int d = 0; d < n_; ++d) bytes(s, d) = to_u64(local(d)) * to_u64(chunk_) * row;
     }
     if (cfg_.a2a_algo == "2dh") {
       start_2dh(c);
@@ -121,7 +121,7 @@ class TutelSystem final : public MoeSystem {
     }
     if (cfg_.capacity_factor <= 0) {
       // simple_all_reduce(MAX) of one int32, modelled as each GPU sending it to every GPU.
-      capacity_reduce_ = std::make_unique<NcclGroupCall>(c, "tutel_capacity_allreduce", PerPair<uint64_t>(n_, kIndexBytes), cfg_.nccl);
+      capacity_reduce_ = std::make_unique<NcclGroupCall>(c, "tutel_capacity_allreduce", PerPair<uint64_t>(n_, kTutelIndexBytes), cfg_.nccl);
     }
     for (int g = 0; g < n_; ++g) issue(g);
   }
@@ -133,9 +133,9 @@ class TutelSystem final : public MoeSystem {
     }
     fn_ = TutelFunctional::make(c, *slots_, chunk_);
     for (int i = 0; i < degree_; ++i) {
-      scatter_[u(i)]->set_hooks([this, i](int s, int d) { fn_->scatter(s, d, i, false); },
+      scatter_[to_u64(i)]->set_hooks([this, i](int s, int d) { fn_->scatter(s, d, i, false); },
                                 [this, i](int s, int d) { fn_->scatter(s, d, i, true); });
-      gather_[u(i)]->set_hooks([this, i](int s, int d) { fn_->gather(s, d, i, false); },
+      gather_[to_u64(i)]->set_hooks([this, i](int s, int d) { fn_->gather(s, d, i, false); },
                                [this, i](int s, int d) { fn_->gather(s, d, i, true); });
     }
     first_scatter_ = scatter_.front().get();
@@ -154,20 +154,20 @@ class TutelSystem final : public MoeSystem {
     per_node_ = net.scale_out() ? net.gpus_per_node : n_;
     std::vector<int64_t> locals;
     for (int g = 0; g < n_; ++g) locals.push_back(local(g));
-    const uint64_t slots = u(chunk_) * c.model().row_bytes();
+    const uint64_t slots = to_u64(chunk_) * c.model().row_bytes();
     const Tutel2dhSteps st = degree_ == 1 ? tutel_2dh_steps(locals, per_node_, slots)
                                           : tutel_2dh_extension_steps(locals, per_node_, slots);
     fn_ = TutelFunctional::make(c, *slots_, chunk_);
     const bool one_node = per_node_ == n_, inter_first = degree_ == 1;
-    arrived_.assign(u(degree_), PerPair<char>(n_, 0));
+    arrived_.assign(to_u64(degree_), PerPair<char>(n_, 0));
     for (int i = 0; i < degree_; ++i) {
       const auto name = [i](const char* leg) { return fmt::format("tutel_a2a_2dh_{}_{}", leg, i); };
       scatter_.push_back(std::make_unique<NcclGroupCall>(c, name("intra_scatter"), st.dispatch_intra, cfg_.nccl));
       gather_.push_back(std::make_unique<NcclGroupCall>(c, name("intra_gather"), st.combine_intra, cfg_.nccl));
       if (one_node) {
-        scatter_[u(i)]->set_hooks([this, i](int s, int d) { fn_->scatter(s, d, i, false); },
+        scatter_[to_u64(i)]->set_hooks([this, i](int s, int d) { fn_->scatter(s, d, i, false); },
                                   [this, i](int s, int d) { fn_->scatter(s, d, i, true); });
-        gather_[u(i)]->set_hooks([this, i](int s, int d) { fn_->gather(s, d, i, false); },
+        gather_[to_u64(i)]->set_hooks([this, i](int s, int d) { fn_->gather(s, d, i, false); },
                                  [this, i](int s, int d) { fn_->gather(s, d, i, true); });
         continue;
       }
@@ -177,8 +177,8 @@ class TutelSystem final : public MoeSystem {
       NcclGroupCall& second_s = inter_first ? *scatter_.back() : *inter_scatter_.back();
       NcclGroupCall& first_g = inter_first ? *inter_gather_.back() : *gather_.back();
       NcclGroupCall& second_g = inter_first ? *gather_.back() : *inter_gather_.back();
-      first_s.set_hooks([this, i](int s, int r) { first_leg(s, r, i, true); }, [this, i](int s, int r) { arrived_[u(i)](s, r) |= 1; });
-      first_g.set_hooks([this, i](int s, int r) { first_leg(s, r, i, false); }, [this, i](int s, int r) { arrived_[u(i)](s, r) |= 2; });
+      first_s.set_hooks([this, i](int s, int r) { first_leg(s, r, i, true); }, [this, i](int s, int r) { arrived_[to_u64(i)](s, r) |= 1; });
+      first_g.set_hooks([this, i](int s, int r) { first_leg(s, r, i, false); }, [this, i](int s, int r) { arrived_[to_u64(i)](s, r) |= 2; });
       second_s.set_hooks(nullptr, [this, i](int r, int d) { second_leg(r, d, i, true); });
       second_g.set_hooks(nullptr, [this, i](int r, int d) { second_leg(r, d, i, false); });
     }
@@ -210,7 +210,7 @@ class TutelSystem final : public MoeSystem {
   // The second leg r -> d is delivered: every row that reached r for d lands in d.
   void second_leg(int r, int d, int i, bool dispatch) {
     for (int s : peers(r, degree_ > 1)) {
-      if ((arrived_[u(i)](s, r) & (dispatch ? 1 : 2)) == 0) {
+      if ((arrived_[to_u64(i)](s, r) & (dispatch ? 1 : 2)) == 0) {
         throw std::logic_error(fmt::format("tutel 2dh: rows of GPU {} left relay {} before they arrived", s, r));
       }
       if (dispatch) {
@@ -256,19 +256,19 @@ class TutelSystem final : public MoeSystem {
     gpu::Stream& s = c.stream(g);
     gpu::Host& host = c.host(g);
     const int64_t tokens = c.workload().tokens().count(g);
-    const uint64_t t = u(tokens);
+    const uint64_t t = to_u64(tokens);
 
     launch_tutel_routing(c, k, g, s, tokens);
     if (capacity_reduce_) {
       // capacity_factor <= 0 (fast_dispatch.py:189-190): locations2.max(), simple_all_reduce's
       // clone and all_reduce(MAX) (communicate.py:141-142), then int(...) on the host.
-      c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_capacity_max", u(m.experts()) * kIndexBytes + kIndexBytes));
-      c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_capacity_clone", 2 * kIndexBytes));
+      c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_capacity_max", to_u64(m.experts()) * kTutelIndexBytes + kTutelIndexBytes));
+      c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_capacity_clone", 2 * kTutelIndexBytes));
       host.framework_op();  // dist.all_reduce
       host.nccl_call();
       capacity_reduce_->launch(g, s);
       host.framework_op();  // int(...) on the host
-      c.host_sync(g, s, kIndexBytes, Time::zero(), nullptr);
+      c.host_sync(g, s, kTutelIndexBytes, Time::zero(), nullptr);
     }
     issue_encode(g, k, t);
 
@@ -307,25 +307,25 @@ class TutelSystem final : public MoeSystem {
       arrived.push_back(gpu.create_event(fmt::format("tutel_scatter_{}", i)));
       computed.push_back(gpu.create_event(fmt::format("tutel_experts_{}", i)));
       host.nccl_call();
-      scatter_[u(i)]->launch(g, ns, [this, g, i] { mark_dispatch(g, i); });
+      scatter_[to_u64(i)]->launch(g, ns, [this, g, i] { mark_dispatch(g, i); });
       host.record(ns, arrived.back());
     }
     for (int i = 0; i < degree_; ++i) {
       host.framework_op();  // CurrentStreamAcquire.apply
-      host.wait(s, arrived[u(i)]);
+      host.wait(s, arrived[to_u64(i)]);
       permute_copy(g, k, i, true);
       host.framework_op();  // pre_expert_permute's final view
       issue_experts(g, k, i);
       permute_copy(g, k, i, false);
       host.framework_op();  // post_expert_permute's final view
-      stream_release(g, s, computed[u(i)]);
+      stream_release(g, s, computed[to_u64(i)]);
     }
     const gpu::EventId combined = gpu.create_event("tutel_combined");
     host.framework_op();  // AllToAllGatherAsync.apply
     for (int i = 0; i < degree_; ++i) {
-      host.wait(ns, computed[u(i)]);
+      host.wait(ns, computed[to_u64(i)]);
       host.nccl_call();
-      gather_[u(i)]->launch(g, ns, [this, g, i] { mark_combine(g, i); });
+      gather_[to_u64(i)]->launch(g, ns, [this, g, i] { mark_combine(g, i); });
     }
     host.record(ns, combined);
     host.framework_op();  // CurrentStreamAcquire.apply
@@ -344,7 +344,7 @@ class TutelSystem final : public MoeSystem {
     gpu::Stream& s = c.stream(g);
     gpu::Stream& ns = gpu.create_stream("tutel_nccl");
     gpu::Host& host = c.host(g);
-    const uint64_t rows = u(local(g)) * u(n_) * u(chunk_);  // one chunk of [E, capacity, H]
+    const uint64_t rows = to_u64(local(g)) * to_u64(n_) * to_u64(chunk_);  // one chunk of [E, capacity, H]
     std::vector<gpu::EventId> sent, computed, combined;
     host.framework_op();  // input.split
     for (int i = 0; i < degree_; ++i) {
@@ -362,7 +362,7 @@ class TutelSystem final : public MoeSystem {
     for (int i = 0; i < degree_; ++i) {
       computed.push_back(gpu.create_event(fmt::format("tutel_experts_{}", i)));
       host.framework_op();  // CurrentStreamAcquire.apply
-      host.wait(s, sent[u(i)]);
+      host.wait(s, sent[to_u64(i)]);
       permute_copy(g, k, i, true);
       host.framework_op();  // pre_expert_permute's final view
       issue_experts(g, k, i);
@@ -373,14 +373,14 @@ class TutelSystem final : public MoeSystem {
     for (int i = 0; i < degree_; ++i) {
       combined.push_back(gpu.create_event(fmt::format("tutel_gathered_{}", i)));
       host.framework_op();  // NcclStreamAcquire.apply
-      host.wait(ns, computed[u(i)]);
+      host.wait(ns, computed[to_u64(i)]);
       all_to_all_2d(g, k, ns, i, false);
       host.framework_op();  // NcclStreamRelease.apply
       host.record(ns, combined.back());
       host.framework_op();  // CurrentStreamAcquire.apply
       host.wait(s, combined.back());
     }
-    c.op(g, s, Activity::DataShuffle, k.permute(g, rows * u(degree_), "tutel_2dh_cat"));
+    c.op(g, s, Activity::DataShuffle, k.permute(g, rows * to_u64(degree_), "tutel_2dh_cat"));
   }
 
   // AllToAll2DAsync.apply and nccl_all_to_all_2d_async (custom/custom_kernel.cpp:570-640) on
@@ -390,9 +390,9 @@ class TutelSystem final : public MoeSystem {
   void all_to_all_2d(int g, const SharedKernels& k, gpu::Stream& ns, int i, bool dispatch) {
     Cluster& c = *cluster_;
     c.host(g).framework_op();  // AllToAll2DAsync.apply
-    const uint64_t rows = u(local(g)) * u(n_) * u(chunk_);
+    const uint64_t rows = to_u64(local(g)) * to_u64(n_) * to_u64(chunk_);
     const bool nodes = per_node_ != n_;
-    NcclGroupCall& intra = dispatch ? *scatter_[u(i)] : *gather_[u(i)];
+    NcclGroupCall& intra = dispatch ? *scatter_[to_u64(i)] : *gather_[to_u64(i)];
     Callback done = [this, g, i, dispatch] { dispatch ? mark_dispatch(g, i) : mark_combine(g, i); };
     if (nodes) c.launch(g, ns, Activity::DataShuffle, k.permute(g, rows, "tutel_2dh_stride_copy"));
     c.host(g).nccl_call();
@@ -400,7 +400,7 @@ class TutelSystem final : public MoeSystem {
     if (!nodes) return;
     c.launch(g, ns, Activity::DataShuffle, k.permute(g, rows, "tutel_2dh_stride_copy"));
     c.host(g).nccl_call();
-    (dispatch ? *inter_scatter_[u(i)] : *inter_gather_[u(i)]).launch(g, ns, std::move(done));
+    (dispatch ? *inter_scatter_[to_u64(i)] : *inter_gather_[to_u64(i)]).launch(g, ns, std::move(done));
   }
 
   // CurrentStreamRelease.apply (communicate.py:220-228): the apply, `input.contiguous()` of a
@@ -477,7 +477,7 @@ class TutelSystem final : public MoeSystem {
     Cluster& c = *cluster_;
     c.host(g).framework_op();  // view
     c.host(g).framework_op();  // permute
-    gpu::KernelSpec copy = k.permute(g, u(local(g)) * u(n_) * u(chunk_), name);
+    gpu::KernelSpec copy = k.permute(g, to_u64(local(g)) * to_u64(n_) * to_u64(chunk_), name);
     copy.on_done = std::move(done);
     c.op(g, c.stream(g), Activity::DataShuffle, std::move(copy));
   }
@@ -488,7 +488,7 @@ class TutelSystem final : public MoeSystem {
     c.host(g).framework_op();  // view
     c.host(g).framework_op();  // swapaxes
     if (per_node_ != n_) {
-      gpu::KernelSpec copy = k.permute(g, u(local(g)) * u(n_) * u(chunk_), "tutel_2dh_swapaxes");
+      gpu::KernelSpec copy = k.permute(g, to_u64(local(g)) * to_u64(n_) * to_u64(chunk_), "tutel_2dh_swapaxes");
       copy.on_done = std::move(done);
       c.op(g, c.stream(g), Activity::DataShuffle, std::move(copy));
     } else {
@@ -525,7 +525,7 @@ class TutelSystem final : public MoeSystem {
     Cluster& c = *cluster_;
     c.host(g).framework_op();  // view
     c.host(g).framework_op();  // permute
-    const uint64_t rows = u(local(g)) * u(n_) * u(chunk_);
+    const uint64_t rows = to_u64(local(g)) * to_u64(n_) * to_u64(chunk_);
     if (rows == 0) {
       c.host(g).framework_op();  // contiguous of an empty tensor: no kernel
       return;
@@ -549,25 +549,25 @@ class TutelSystem final : public MoeSystem {
     gpu::Stream& s = c.stream(g);
     for (int v = 0; v < 4; ++v) host.framework_op();  // x.view, 2 unsqueezes, permute
     const int el = local(g);
-    const uint64_t rows = u(n_) * u(chunk_);  // per local expert: every source's chunk
+    const uint64_t rows = to_u64(n_) * to_u64(chunk_);  // per local expert: every source's chunk
     if (el == 0) {
       for (int v = 0; v < 6; ++v) host.framework_op();  // empty tensors: no kernels
       return;
     }
-    const uint64_t all_rows = u(el) * rows;
-    const uint64_t eb = u(m.dtype_bytes);
-    const std::vector<uint64_t> per_expert(u(el), rows);
+    const uint64_t all_rows = to_u64(el) * rows;
+    const uint64_t eb = to_u64(m.dtype_bytes);
+    const std::vector<uint64_t> per_expert(to_u64(el), rows);
     gpu::KernelSpec g1 = k.gemm1_model(per_expert).kernel("tutel_gemm1", fn_->gemm_hooks(g, i, true));
     if (i == degree_ - 1) g1.on_done = [&c, g] { c.phases(g).gemm1_end = c.sim().now(); };
     c.op(g, s, Activity::ExpertCompute, std::move(g1));
     // torch.add(y, bias): read and write the GEMM's output, read the [E_l, 1, N] bias.
     const auto bias_add = [&](const char* name, uint64_t cols) {
-      return k.memory(g, name, 2 * all_rows * cols * eb + u(el) * cols * eb);
+      return k.memory(g, name, 2 * all_rows * cols * eb + to_u64(el) * cols * eb);
     };
-    c.op(g, s, Activity::ExpertCompute, bias_add("tutel_fc1_bias_add", u(m.gemm1_cols())));
+    c.op(g, s, Activity::ExpertCompute, bias_add("tutel_fc1_bias_add", to_u64(m.gemm1_cols())));
     c.op(g, s, Activity::ExpertCompute, k.activation(g, all_rows));
     c.op(g, s, Activity::ExpertCompute, k.gemm2_model(per_expert).kernel("tutel_gemm2", fn_->gemm_hooks(g, i, false)));
-    c.op(g, s, Activity::ExpertCompute, bias_add("tutel_fc2_bias_add", u(m.hidden)));
+    c.op(g, s, Activity::ExpertCompute, bias_add("tutel_fc2_bias_add", to_u64(m.hidden)));
     host.framework_op();  // y.reshape: a view
   }
 
@@ -575,8 +575,8 @@ class TutelSystem final : public MoeSystem {
   // elements of the [E * capacity, H] dispatch buffer, for encode and decode.
   std::array<uint64_t, 4> codec_sizes() const {
     const ModelShape& m = cluster_->model();
-    const uint64_t h = u(m.hidden);
-    return {h, u(m.dtype_bytes), kTutelDispatchBytes, u(m.experts()) * u(capacity_) * h};
+    const uint64_t h = to_u64(m.hidden);
+    return {h, to_u64(m.dtype_bytes), kTutelDispatchBytes, to_u64(m.experts()) * to_u64(capacity_) * h};
   }
 
   // Both directions open alike: a framework op with no kernel of its own (the `.to(logits_dtype)`
@@ -604,7 +604,7 @@ class TutelSystem final : public MoeSystem {
     zero.on_done = [this, g] { fn_->zero(g); };
     c.op(g, s, Activity::DataShuffle, std::move(zero));
     for (int64_t j = 0; j < m.top_k(); ++j) {
-      gpu::KernelSpec sc = k.memory(g, "tutel_encode_scatter", 2 * t * h * f + t * 2 * kIndexBytes);
+      gpu::KernelSpec sc = k.memory(g, "tutel_encode_scatter", 2 * t * h * f + t * 2 * kTutelIndexBytes);
       sc.on_done = [this, g, j] { fn_->encode(g, j); };
       c.op(g, s, Activity::DataShuffle, std::move(sc));
     }
@@ -626,7 +626,7 @@ class TutelSystem final : public MoeSystem {
     host.framework_op();  // GatingDecoder.apply
     for (int64_t j = 0; j < m.top_k(); ++j) {
       host.framework_op();  // torch.empty: no kernel
-      c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_decode_gather", 2 * t * h * f + t * (2 * kIndexBytes + f)));
+      c.op(g, s, Activity::DataShuffle, k.memory(g, "tutel_decode_gather", 2 * t * h * f + t * (2 * kTutelIndexBytes + f)));
       if (j > 0) c.op(g, s, Activity::Scaling, k.memory(g, "tutel_decode_add", 3 * t * h * f));
     }
     gpu::KernelSpec down = k.memory(g, "tutel_decode_to_bf16", t * h * (f + eb));
