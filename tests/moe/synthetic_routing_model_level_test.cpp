@@ -9,18 +9,14 @@
 
 #include "moe/synthetic_routing.h"
 #include "sim/error.h"
+#include "moe/routing_shapes.h"
 
 namespace moehub {
 namespace {
 
-struct Shape {
-  const char* model;
-  int64_t experts;
-  int64_t top_k;
-};
+using test::kShapes;
+using test::Shape;
 
-// Mixtral (8 experts, top-2), Phi-3.5-MoE (16, top-2), Qwen2-MoE as in the paper (64, top-4).
-constexpr Shape kShapes[] = {{"mixtral", 8, 2}, {"phi", 16, 2}, {"qwen", 64, 4}};
 
 TEST(SyntheticRouting, MeasuredStdLandsWithinTenPercentOfTheRequest) {
   for (const Shape& shape : kShapes) {

@@ -7,22 +7,13 @@
 #include "sim/error.h"
 #include "platform/experiment.h"
 #include "systems/system_registry.h"
+#include "systems/small_layer.h"
 
 namespace moehub {
 namespace {
 
-struct SmallLayer {
-  ParamRegistry registry = build_param_registry();
-  Config config;
-  std::optional<Workload> workload;
-  explicit SmallLayer(std::vector<std::string> sets) : config(registry) {
-    PresetCatalog catalog(MOEHUB_SOURCE_CONFIG_DIR);
-    ConfigRequest req;
-    req.assignments = std::move(sets);
-    config = build_config(catalog, registry, req);
-    workload.emplace(Workload::build(WorkloadConfig::from(config), ModelShape::from(config)));
-  }
-};
+using test::SmallLayer;
+
 
 TEST(SystemRegistry, ListsIdealAndRejectsUnknownNames) {
   EXPECT_NE(find_system("ideal"), nullptr);

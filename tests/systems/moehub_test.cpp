@@ -24,37 +24,15 @@
 #include "systems/moehub/internode_path.h"
 #include "systems/moehub/moehub_state.h"
 #include "systems/system_registry.h"
+#include "systems/moehub_layer_setup.h"
 
 namespace moehub {
 namespace {
 
-// A resolved configuration (defaults, presets, then `sets`) and its workload.
-struct LayerSetup {
-  ParamRegistry registry = build_param_registry();
-  PresetCatalog catalog{MOEHUB_SOURCE_CONFIG_DIR};
-  std::unique_ptr<Config> config;
-  std::unique_ptr<Workload> workload;
+using test::hub;
+using test::LayerSetup;
+using test::small_layer;
 
-  LayerSetup(std::vector<std::string> sets, bool functional) {
-    ConfigRequest request;
-    if (functional) request.config_files.push_back("verify");
-    request.assignments = std::move(sets);
-    config = std::make_unique<Config>(build_config(catalog, registry, request));
-    workload = std::make_unique<Workload>(Workload::build(WorkloadConfig::from(*config), ModelShape::from(*config)));
-  }
-
-  std::vector<SystemOutcome> run(const std::string& systems, bool functional = false) const {
-    ExperimentOptions options;
-    options.functional = functional;
-    return run_experiment(*config, *workload, select_systems(systems), options);
-  }
-};
-
-const nlohmann::json& hub(const SystemOutcome& o) { return o.result.stats.at("hub"); }
-
-// 512 tokens of a narrowed Mixtral-8x7B (hidden 1024: 2 KiB rows) on 8 GPUs: 1024 rows, about
-// 128 per expert; small enough to simulate in well under a second.
-std::vector<std::string> small_layer() { return {"run.tokens=512", "model.hidden=1024", "model.ffn_hidden=2048"}; }
 
 TEST(HubTag, StRowspAndStRoundTrip) {
   const uint64_t tag = HubTag::st_rowsp(MallocId::encode(3, 5), 123456, 8192, true);
