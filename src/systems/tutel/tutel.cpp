@@ -75,10 +75,6 @@ constexpr uint64_t kTutelIndexBytes = 4;  // int32 indices and locations (fast_d
 
 uint64_t to_u64(int64_t v) { return static_cast<uint64_t>(v); }
 
-}  // namespace
-
-namespace {
-
 class TutelSystem final : public MoeSystem {
  public:
   explicit TutelSystem(TutelConfig cfg) : cfg_(cfg) {}
@@ -310,16 +306,7 @@ class TutelSystem final : public MoeSystem {
       scatter_[to_u64(i)]->launch(g, ns, [this, g, i] { mark_dispatch(g, i); });
       host.record(ns, arrived.back());
     }
-    for (int i = 0; i < degree_; ++i) {
-      host.framework_op();  // CurrentStreamAcquire.apply
-      host.wait(s, arrived[to_u64(i)]);
-      permute_copy(g, k, i, true);
-      host.framework_op();  // pre_expert_permute's final view
-      issue_experts(g, k, i);
-      permute_copy(g, k, i, false);
-      host.framework_op();  // post_expert_permute's final view
-      stream_release(g, s, computed[to_u64(i)]);
-    }
+    for (int i = 0; i < degree_; ++i) issue_chunk_experts(g, k, i, arrived[to_u64(i)], computed[to_u64(i)]);
     const gpu::EventId combined = gpu.create_event("tutel_combined");
     host.framework_op();  // AllToAllGatherAsync.apply
     for (int i = 0; i < degree_; ++i) {
@@ -330,6 +317,21 @@ class TutelSystem final : public MoeSystem {
     host.record(ns, combined);
     host.framework_op();  // CurrentStreamAcquire.apply
     host.wait(s, combined);
+  }
+
+  // One chunk's experts on the compute stream once `arrived` is recorded, between the
+  // pre- and post-expert permute copies; records `computed` (CurrentStreamRelease).
+  void issue_chunk_experts(int g, const SharedKernels& k, int i, gpu::EventId arrived, gpu::EventId computed) {
+    gpu::Host& host = cluster_->host(g);
+    gpu::Stream& s = cluster_->stream(g);
+    host.framework_op();  // CurrentStreamAcquire.apply
+    host.wait(s, arrived);
+    permute_copy(g, k, i, true);
+    host.framework_op();  // pre_expert_permute's final view
+    issue_experts(g, k, i);
+    permute_copy(g, k, i, false);
+    host.framework_op();  // post_expert_permute's final view
+    stream_release(g, s, computed);
   }
 
   // a2a_ffn_overlap_forward with use_2dh (overlap.py:15-27, 36-47, 49-62): `input.split` along
@@ -361,14 +363,7 @@ class TutelSystem final : public MoeSystem {
     }
     for (int i = 0; i < degree_; ++i) {
       computed.push_back(gpu.create_event(fmt::format("tutel_experts_{}", i)));
-      host.framework_op();  // CurrentStreamAcquire.apply
-      host.wait(s, sent[to_u64(i)]);
-      permute_copy(g, k, i, true);
-      host.framework_op();  // pre_expert_permute's final view
-      issue_experts(g, k, i);
-      permute_copy(g, k, i, false);
-      host.framework_op();  // post_expert_permute's final view
-      stream_release(g, s, computed.back());
+      issue_chunk_experts(g, k, i, sent[to_u64(i)], computed.back());
     }
     for (int i = 0; i < degree_; ++i) {
       combined.push_back(gpu.create_event(fmt::format("tutel_gathered_{}", i)));
@@ -672,16 +667,11 @@ class TutelSystem final : public MoeSystem {
   std::unique_ptr<TutelFunctional> fn_;  // does nothing in timing-only runs
 };
 
-
-}  // namespace
-
 // Tutel v0.3.0's only expert-TP path (docs/systems/ep-tp.md).
 constexpr const char* kTutelNoTpPath =
     "Tutel v0.3.0 shards an expert only with fewer experts than GPUs, one expert per TP group of N / E GPUs and "
     "parallel_type 'model' (microsoft/tutel @71db950 tutel/impls/moe_layer.py L102-106, L118-119, L292-309), a path "
     "this model does not implement";
-
-namespace {
 
 // Its only traffic is NCCL group calls: a scatter and a gather per pipelining chunk (the degree,
 // at most 8 when adaptive: tutel_degree_estimates) and the capacity all-reduce.
