@@ -123,9 +123,10 @@ TEST(SoftwareSignal, CombineFlagsAfterAFenceHoldScalingUntilEveryResultLanded) {
 // 132 SMs x 8 routing blocks leave at most one token per block; its two experts (one per GPU)
 // are on two GPUs, so each of the 2048 tokens' blocks fences once at its end and stores one tail
 // to each of two GPUs (2 rows < signal_chunk_rows = 6: no release before the end): 2048 fences,
-// 4096 tails.
+// 4096 tails. The grid is pinned at 8 blocks per SM (the default is 1) to keep one token a block.
 TEST(SoftwareSignal, ChunkTailsOnePerBlockAndGpuByHand) {
-  const std::vector<std::string> layer = {"run.tokens=2048", "model.hidden=1024", "model.ffn_hidden=2048"};
+  const std::vector<std::string> layer = {"run.tokens=2048", "model.hidden=1024", "model.ffn_hidden=2048",
+                                          "systems.moehub.routing_blocks_per_sm=8"};
   const LayerSetup counts(layer, false);
   std::vector<std::string> sets = layer;
   sets.push_back("systems.moehub.software_signal=source-chunks");
