@@ -80,11 +80,15 @@ GemmModel::GemmModel(const GpuConfig& gpu, GemmProblem problem)
   if (problem_.element_bytes == 0) throw UserError("gemm.element_bytes", "must be at least 1");
   if (problem_.group_rows.empty()) throw UserError("gemm.groups", "must be at least 1");
   if (calibration_) {
-    // Matched on the groups that have rows, at their mean row count.
+    // Matched on the groups that have rows, at their mean row count: the rows that will run,
+    // not a capacity-sized grid's (its empty M-tiles retire unrun), or a region sized for every
+    // token would borrow the efficiency of a larger measured shape.
     uint64_t groups = 0, rows = 0;
-    for (const uint64_t m : problem_.group_rows) {
-      groups += m > 0 ? 1 : 0;
-      rows += m;
+    for (size_t i = 0; i < problem_.group_rows.size(); ++i) {
+      const uint64_t m = problem_.group_rows[i];
+      const uint64_t run = problem_.active_rows.empty() ? m : std::min(m, problem_.active_rows[i]);
+      groups += run > 0 ? 1 : 0;
+      rows += run;
     }
     if (groups > 0) {
       calibration_point_ = &calibration_->nearest(groups, std::max<uint64_t>(1, rows / groups), problem_.n, problem_.k);

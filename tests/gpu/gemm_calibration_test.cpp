@@ -157,6 +157,22 @@ TEST(GemmCalibration, ASmallExpertTakesTheMeasuredTimeOfTheSmallestMeasuredRows)
   EXPECT_NEAR(simulated_us(g, GemmModel(g, {{256}, 2048, 2048})), 10.0, 0.01);
 }
 
+// A capacity-sized grid (MoE-Hub's regions: every token's worth of rows, empty M-tiles retired
+// unrun) is matched on the rows that will run. Two experts of 512 rows in regions of 4096 rows:
+// the 2 x 512 point (2 x 4 x 16 = 128 tiles, one wave: 8.953 us at peak over the measured
+// 16.4 us), not the 2 x 4096 point that the regions' size alone is nearest to.
+TEST(GemmCalibration, ACapacityGridIsMatchedOnTheRowsThatRun) {
+  CalibrationFile f("[[grouped_gemm]]\ngroups = 2\nm_per_group = 512\nn = 2048\nk = 2048\ntime_us = 16.4\n"
+                    "[[grouped_gemm]]\ngroups = 2\nm_per_group = 4096\nn = 2048\nk = 2048\ntime_us = 60.0\n");
+  const GpuConfig g = calibrated(f.path());
+  const GemmModel region(g, {std::vector<uint64_t>(2, 4096), 2048, 2048, 2, std::vector<uint64_t>(2, 512)});
+  ASSERT_NE(region.calibration_point(), nullptr);
+  EXPECT_EQ(region.calibration_point()->m, 512u);
+  EXPECT_NEAR(region.efficiency(), tile_seconds(2048, 1.0) / 16.4e-6, 1e-12);
+  const GemmModel full(g, {std::vector<uint64_t>(2, 4096), 2048, 2048});
+  EXPECT_EQ(full.calibration_point()->m, 4096u);
+}
+
 TEST(GemmCalibration, BadFilesNameFileAndLine) {
   auto reason = [](const std::string& text) {
     CalibrationFile f(text);
