@@ -4,8 +4,6 @@
 
 #include <cstdint>
 
-#include "sim/time.h"
-
 namespace moehub {
 
 enum class PacketKind : uint8_t { Write, Ack, ReadRequest, ReadResponse, RowSparseWrite, Flag };
@@ -40,11 +38,6 @@ struct Packet {
   // up to one link latency ahead, so that call may come before the grant's time: count, do not
   // read the clock). An ack copies its write's flag.
   bool ack_awaited = true;
-  // An awaited ack whose sender needs only its arrival time (a fence over many writes, which
-  // passes at the last one's): the network retires it as an unawaited one and tells the
-  // client when it arrives (on_ack_at), so the sender's fence costs one event, not one per
-  // ack. An ack copies its write's flag.
-  bool ack_at_grant = false;
   // Opaque to the network; an ack carries the cookie of the write it acknowledges.
   uint64_t cookie = 0;
   // The sender-side owner told about delivery and acks (non-owning; may be null).
@@ -67,13 +60,6 @@ class PacketClient {
   // write's cookie, `ack.src` the GPU that received the write. For writes sent with
   // `ack_awaited = false` the call comes when the last switch sends the ack on its final link (counters only).
   virtual void on_ack(const Packet&) {}
-  // An ack of a write sent with `ack_at_grant`, retired when the last switch grants it its
-  // final link (inside an event up to one link latency before `arrival`): it reaches the
-  // sender at `arrival`. A client that sets the flag acts on the arrival time, not the clock.
-  virtual void on_ack_at(const Packet& ack, Time arrival) {
-    (void)arrival;
-    on_ack(ack);
-  }
   // True if the receiving side should read this client's write cookies (e.g. thread-block
   // stores tag each write with the signal it feeds); otherwise the cookie is the sender's own
   // bookkeeping. A flag rather than a virtual call or a cast: it is asked once per packet.

@@ -470,8 +470,8 @@ void PacketNetwork::send_on_downlink(uint32_t out, int tc, uint32_t in, Time now
     // The response class is never refused at ingress, so its buffer slot frees at arrival and
     // the credit is known now (returns of a class stay in time order).
     o.credits.give_at(arrival + link_latency_, tc, s.flits);
-    if (s.pkt.kind == PacketKind::Ack && (!s.pkt.ack_awaited || s.pkt.ack_at_grant)) {
-      retire_ack(dst, id, arrival);
+    if (s.pkt.kind == PacketKind::Ack && !s.pkt.ack_awaited) {
+      retire_ack(dst, id);
       return;
     }
   }
@@ -481,16 +481,11 @@ void PacketNetwork::send_on_downlink(uint32_t out, int tc, uint32_t in, Time now
 }
 
 // An ack nobody waits for has done its work once it has crossed the links: its arrival needs
-// no event; nor does one whose sender acts on its arrival time (ack_at_grant).
-void PacketNetwork::retire_ack(int gpu, uint32_t id, Time arrival) {
+// no event.
+void PacketNetwork::retire_ack(int gpu, uint32_t id) {
   const Packet p = release(id);
   count_delivered(gpu, p.kind);
-  if (!p.client) return;
-  if (p.ack_awaited) {
-    p.client->on_ack_at(p, arrival);
-  } else {
-    p.client->on_ack(p);
-  }
+  if (p.client) p.client->on_ack(p);
 }
 
 // The slot is freed before anyone hears of the packet: a client that injects may grow the pool.
@@ -579,7 +574,6 @@ void PacketNetwork::on_ingress(int gpu, int plane, int tc) {
       a.cookie = p.cookie;
       a.client = p.client;
       a.ack_awaited = p.ack_awaited;
-      a.ack_at_grant = p.ack_at_grant;
       send(std::move(a));
     }
     if (p.client) p.client->on_delivered(p);

@@ -139,7 +139,7 @@ class PacketNetwork final : public Network {
   void on_output_wake(uint32_t output);
   void on_ingress(int gpu, int plane, int tc);
   void schedule_ingress_wake(int gpu, int plane, int tc, Time at);
-  void retire_ack(int gpu, uint32_t id, Time arrival);
+  void retire_ack(int gpu, uint32_t id);
   Packet release(uint32_t id);  // moves the packet out of its slot and frees the slot
   void count_delivered(int gpu, PacketKind kind);
   void retry_ingress(int gpu, Blocked reason);

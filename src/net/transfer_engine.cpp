@@ -36,7 +36,6 @@ void TransferEngine::start(int src, int dst, uint64_t bytes, int priority, const
   t.bytes = bytes;
   t.sent = 0;
   t.done = 0;
-  t.acked_by = Time::zero();
   t.packet_payload = options.packet_payload ? std::min(options.packet_payload, net_.config().max_payload_bytes)
                                             : net_.config().max_payload_bytes;
   t.kind = options.kind;
@@ -73,7 +72,6 @@ void TransferEngine::pump(int gpu) {
     p.cookie = id;
     p.client = this;
     p.ack_awaited = t.complete_on_ack;
-    p.ack_at_grant = t.complete_on_ack;
     t.sent += payload;
     Callback sent;
     if (t.sent == t.bytes) {
@@ -105,19 +103,6 @@ void TransferEngine::on_ack(const Packet& ack) {
   const uint32_t id = static_cast<uint32_t>(ack.cookie);
   Transfer& t = transfers_[id];
   if (t.complete_on_ack) progress(id, std::min<uint64_t>(t.packet_payload, t.bytes - t.done));
-}
-
-// The acks of a transfer that completes on its acks are retired when granted their last link;
-// the transfer completes when the last of them arrives, in one event.
-void TransferEngine::on_ack_at(const Packet& ack, Time arrival) {
-  const uint32_t id = static_cast<uint32_t>(ack.cookie);
-  Transfer& t = transfers_[id];
-  t.acked_by = max(t.acked_by, arrival);
-  t.done += std::min<uint64_t>(t.packet_payload, t.bytes - t.done);
-  if (t.done < t.bytes) return;
-  const Time at = t.acked_by;
-  sim_.schedule_at(at, std::move(t.on_complete));
-  free_.push_back(id);
 }
 
 void TransferEngine::progress(uint32_t id, uint64_t bytes) {

@@ -25,7 +25,6 @@ class TransferEngine final : public PacketClient, public RoomListener {
 
   void on_delivered(const Packet& p) override;
   void on_ack(const Packet& p) override;
-  void on_ack_at(const Packet& p, Time arrival) override;
   void on_room(int gpu) override;
 
  private:
@@ -35,7 +34,6 @@ class TransferEngine final : public PacketClient, public RoomListener {
     uint64_t bytes = 0;
     uint64_t sent = 0;
     uint64_t done = 0;  // bytes delivered, or acknowledged when complete_on_ack
-    Time acked_by;      // complete_on_ack: the latest arrival of an ack so far
     uint32_t packet_payload = 0;
     PacketKind kind = PacketKind::Write;
     bool complete_on_ack = false;
