@@ -174,6 +174,23 @@ TEST(Collectives, ThirdStepIsCopiedAfterTheFirstTailIsPosted) {
   EXPECT_EQ(p.tails, (std::vector<int64_t>{1206640 + 600320, 1813280 + 160, 2413440 + 600320}));
 }
 
+TEST(Collectives, FlowFidelityCopiesStepsInOrderToo) {
+  // Two 1 KiB steps in two slots on one connection, flow fidelity (acks off: each fence passes
+  // at its step's delivery). Step 0 alone: its payload has left at 5760 (1152 wire bytes at
+  // 200 GB/s); step 1 starts then and has left at 11520; each lands 2880 + 600000 later, at
+  // 608640 and 614400. Each tail then goes alone: 8 B (32 on the wire) leave in 160 ps and land
+  // 640 + 600000 later. Both steps at once would have shared the link, landed together at
+  // 614400 and sent both tails together (320 ps): the last would land at 1215360.
+  Simulator sim;
+  NetConfig c = test::h800_like(2);
+  c.fidelity = NetFidelity::Flow;
+  FlowNetwork net(c, sim);
+  AllToAll a2a(net, sim, SimplePair::nccl(2));
+  a2a.start_pair(0, 1, 2048, 0, [] {});
+  sim.run();
+  EXPECT_EQ(a2a.finish_time().ps(), 614400 + 160 + 600640);
+}
+
 // Finish time of one 16 KiB pair (0 -> 1) on the packet model with the given LL threshold.
 int64_t sixteen_kib_pair_ps(uint64_t ll_threshold) {
   Simulator sim;
