@@ -155,15 +155,14 @@ void AllToAll::start_pair(int src, int dst, uint64_t bytes, int priority, Callba
 
 void AllToAll::issue(size_t c) {
   Connection& conn = conns_[c];
+  if (conn.signalled) {
+    copy_next(c);
+    return;
+  }
   while (conn.left > 0 && conn.in_flight < cfg_.steps) {
     const uint64_t chunk = std::min(conn.left, cfg_.chunk_bytes);
     conn.left -= chunk;
     ++conn.in_flight;
-    if (conn.signalled) {
-      const uint64_t step = conn.issued++;
-      net_.stream(conn.src, conn.dst, chunk, priority_, data_, [this, c, step] { fenced(c, step); });
-      continue;
-    }
     const uint64_t wire = conn.ll ? chunk * kLLWireFactor : chunk;
     if (conn.relay == conn.src) {
       net_.transfer(conn.src, conn.dst, wire, priority_, [this, c, chunk] { chunk_delivered(c, chunk); });
@@ -186,17 +185,51 @@ bool AllToAll::received(uint64_t bytes) {
   return true;
 }
 
+// The send group's worker warps copy one step at a time (genericOp's loop, NVIDIA/nccl 5067397c
+// src/device/prims_simple.h:218-282); a spare post warp fences and posts a step's tail while
+// they copy the next ("an extra warp to overlap the threadfence and the copy",
+// prims_simple.h:585-586), which a send group of three or more warps has: 20 warps a CTA
+// (NCCL_MAX_NTHREADS, enqueue.cc:1135) over at most four works (sendrecv.h:106-113).
+// The barrier after copying step k waits for the post of step k-1, so step k+1's copy starts
+// once step k is handed over, tail k-1 is posted and a slot is free.
+void AllToAll::copy_next(size_t c) {
+  Connection& conn = conns_[c];
+  if (conn.left == 0 || conn.in_flight >= cfg_.steps) return;
+  if (conn.copied < conn.issued || conn.posted + 1 < conn.issued) return;
+  const uint64_t chunk = std::min(conn.left, cfg_.chunk_bytes);
+  conn.left -= chunk;
+  ++conn.in_flight;
+  const uint64_t step = conn.issued++;
+  // The hand-over may be reported at once (a step that fits the egress FIFO).
+  net_.stream_sent(conn.src, conn.dst, chunk, priority_, data_, [this, c] { copied(c); },
+                   [this, c, step] { fenced(c, step); });
+}
+
+void AllToAll::copied(size_t c) {
+  ++conns_[c].copied;
+  post(c);
+  copy_next(c);
+}
+
 void AllToAll::fenced(size_t c, uint64_t step) {
   const size_t slots = static_cast<size_t>(cfg_.steps);
   fenced_[c * slots + step % slots] = 1;
+  post(c);
+}
+
+void AllToAll::post(size_t c) {
+  const size_t slots = static_cast<size_t>(cfg_.steps);
   Connection& conn = conns_[c];
-  // One thread posts the tails in step order (postPeer after each step's barrier), so a step
-  // whose writes were acknowledged early waits for the steps before it.
-  while (conn.posted < conn.issued && fenced_[c * slots + conn.posted % slots] != 0) {
+  // The post warp posts the tails in step order, each once its step is copied (the barrier)
+  // and its writes are acknowledged (the fence).
+  bool posted = false;
+  while (conn.posted < conn.copied && fenced_[c * slots + conn.posted % slots] != 0) {
     fenced_[c * slots + conn.posted % slots] = 0;
     const uint64_t tail = ++conn.posted;
     net_.stream(conn.src, conn.dst, kFlagBytes, priority_, flag_, [this, c, tail] { tail_landed(c, tail); });
+    posted = true;
   }
+  if (posted) copy_next(c);
 }
 
 void AllToAll::tail_landed(size_t c, uint64_t tail) {

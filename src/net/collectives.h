@@ -5,9 +5,11 @@
 //    connections, fewer for a small share (7.3, nccl_pair_channels); each connection moves
 //    512 KiB chunks (steps) through a FIFO of `steps` slots (7.4), so at most `steps` chunks
 //    are in flight per connection; the self copy stays off the fabric.
-//    Simple over NVLink (p2p write mode, prims_simple.h postPeer/waitPeer) signals each step
-//    op by op: the sender's fence waits until the step's writes are acknowledged, then it
-//    stores the step counter (the tail, 8 B) into the receiver's memory; the receiver reads
+//    Simple over NVLink (p2p write mode, prims_simple.h postPeer/waitPeer) copies a
+//    connection's steps in order and signals each op by op: once a step's writes are handed to
+//    the network the next step's copy may start; the sender's fence waits until the step's
+//    writes are acknowledged, then it stores the step counter (the tail, 8 B) into the
+//    receiver's memory, while the next step is being copied; the receiver reads
 //    the step once that store has landed and stores its head (8 B) back into the sender's
 //    memory, which frees the slot. Both stores are packets of the network like any other.
 //    A pair small enough for NCCL's LL protocol sends 16-byte lines of 8 data bytes and a flag:
@@ -90,7 +92,8 @@ class AllToAll {
     bool signalled = false;  // Simple over NVLink: fence, tail store and head store per step
     int relay = 0;    // nccl_pxn_relay: src, or the GPU whose NIC sends this connection's chunks
     uint64_t bytes = 0;   // this connection's share (the size of its last step follows from it)
-    uint64_t issued = 0;  // signalled: steps whose data has been issued
+    uint64_t issued = 0;  // signalled: steps whose copy has started
+    uint64_t copied = 0;  // signalled: steps whose writes the network has taken (handed over)
     uint64_t posted = 0;  // steps whose tail store the sender has issued (in step order)
     uint64_t seen = 0;    // steps whose tail store has landed at the receiver
   };
@@ -99,9 +102,13 @@ class AllToAll {
   void launch();                                    // issues every connection, in order
   void issue(size_t conn);
   void chunk_delivered(size_t conn, uint64_t bytes);
-  // Signalled connections: step `step`'s writes are acknowledged (its fence may pass); the
-  // tail store with value `tail` has landed at the receiver.
+  // Signalled connections: starts the next step's copy if it may start; the step being copied
+  // has been handed to the network; step `step`'s writes are acknowledged (its fence may
+  // pass); posts the tails that may go; the tail store with value `tail` has landed.
+  void copy_next(size_t conn);
+  void copied(size_t conn);
   void fenced(size_t conn, uint64_t step);
+  void post(size_t conn);
   void tail_landed(size_t conn, uint64_t tail);
   // Counts delivered bytes; true if they completed the collective (its callback has run and
   // may have started the next one: the caller must not touch its connections).

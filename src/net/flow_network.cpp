@@ -81,6 +81,24 @@ void FlowNetwork::transfer(int src, int dst, uint64_t bytes, int /*priority*/, C
   }
 }
 
+void FlowNetwork::stream_sent(int src, int dst, uint64_t bytes, int priority, const StreamOptions&, Callback on_sent,
+                              Callback on_complete) {
+  if (bytes == 0 || src == dst) {
+    sim_.schedule_in(Time::zero(), std::move(on_sent));
+  } else {
+    sent_.emplace(next_seq_, std::move(on_sent));  // the seq transfer() gives the member
+  }
+  transfer(src, dst, bytes, priority, std::move(on_complete));
+}
+
+void FlowNetwork::take_sent(uint64_t seq) {
+  if (sent_.empty()) return;
+  const auto it = sent_.find(seq);
+  if (it == sent_.end()) return;
+  done_scratch_.push_back(Done{seq, Time::zero(), std::move(it->second), true});
+  sent_.erase(it);
+}
+
 // The message takes room in its path's window until it is delivered; then its sender may be
 // waiting for that room.
 void FlowNetwork::send(Packet&& packet) {
@@ -255,11 +273,13 @@ void FlowNetwork::complete_due(int64_t now, std::vector<uint32_t>& drained) {
     while (!c.members.empty() && c.due_ps <= now) {
       if (cfg_.flow_merge_pairs) {
         Member& m = c.members.front();
+        take_sent(m.seq);
         done_scratch_.push_back(Done{m.seq, m.tail, std::move(m.on_complete)});
         c.members.pop_front();
       } else {
         std::pop_heap(c.members.begin(), c.members.end(), later);
         Member& m = c.members.back();
+        take_sent(m.seq);
         done_scratch_.push_back(Done{m.seq, m.tail, std::move(m.on_complete)});
         c.members.pop_back();
       }
@@ -300,7 +320,9 @@ void FlowNetwork::on_event(uint64_t generation) {
   complete_due(now, drained);
   for (const uint32_t slot : drained) drop_class(slot);
   std::vector<Done>& done = done_scratch_;
-  std::sort(done.begin(), done.end(), [](const Done& a, const Done& b) { return a.seq < b.seq; });
+  // A flow's hand-over (sent) comes before its completion.
+  std::sort(done.begin(), done.end(),
+            [](const Done& a, const Done& b) { return a.seq != b.seq ? a.seq < b.seq : a.sent > b.sent; });
   // Merged classes keep their rates until one drains or a new one forms.
   if (dirty_) reallocate();
   unsettled_ = false;

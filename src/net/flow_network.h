@@ -22,6 +22,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -36,6 +37,9 @@ class FlowNetwork final : public TransferNetwork {
   FlowNetwork(const NetConfig& config, Simulator& sim, TraceRecorder* trace = nullptr);
 
   void transfer(int src, int dst, uint64_t bytes, int priority, Callback on_complete) override;
+  // `on_sent` runs when the payload has left (a flow has no queue at its source).
+  void stream_sent(int src, int dst, uint64_t bytes, int priority, const StreamOptions& options, Callback on_sent,
+                   Callback on_complete) override;
   nlohmann::json stats() const override;
   void flush_trace() override;
   std::vector<std::string> conservation_violations() const override {
@@ -43,6 +47,7 @@ class FlowNetwork final : public TransferNetwork {
       if (c.live && !c.members.empty()) return {"a flow is still in progress after the run drained"};
     }
     if (!windows_.idle()) return {"a message is still outstanding in a send window after the run drained"};
+    if (!sent_.empty()) return {"a stream's hand-over is still pending after the run drained"};
     return {};
   }
   // Messages: back-pressured by the path's window (SendWindows); can_send without a
@@ -213,7 +218,12 @@ class FlowNetwork final : public TransferNetwork {
     uint64_t seq;
     Time tail;
     Callback on_complete;
+    bool sent = false;  // the flow's on_sent (runs now, before its completion)
   };
+  // stream_sent's hand-over callbacks, by the member's seq (few: one per NCCL connection); a
+  // side table, so that a member (thousands per class for hub packets) does not grow.
+  std::unordered_map<uint64_t, Callback> sent_;
+  void take_sent(uint64_t seq);
   std::vector<Done> done_scratch_;  // kept between events: no allocation per completion
   uint64_t next_seq_ = 0;
   bool unsettled_ = false;

@@ -5,6 +5,14 @@
 
 namespace moehub {
 
+void Network::stream_sent(int src, int dst, uint64_t bytes, int priority, const StreamOptions& options,
+                          Callback on_sent, Callback on_complete) {
+  stream(src, dst, bytes, priority, options, [sent = std::move(on_sent), done = std::move(on_complete)]() mutable {
+    sent();
+    done();
+  });
+}
+
 void TransferNetwork::send(Packet&& packet) {
   const int src = packet.src;
   const int dst = packet.dst;

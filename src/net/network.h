@@ -41,6 +41,13 @@ class Network {
   // A transfer with explicit packet size, kind and completion rule (thread-block puts).
   virtual void stream(int src, int dst, uint64_t bytes, int priority, const StreamOptions& options,
                       Callback on_complete) = 0;
+  // A stream whose source also hears when it has handed its last byte to the network
+  // (`on_sent`, before `on_complete`): an SM's copy loop has issued its last store, though the
+  // bytes may still wait at the source. Packet fidelity: the last packet entered the egress
+  // FIFO; flow fidelity (no queues): the payload has left. This default, for a network that
+  // cannot tell, reports the hand-over with the completion.
+  virtual void stream_sent(int src, int dst, uint64_t bytes, int priority, const StreamOptions& options,
+                           Callback on_sent, Callback on_complete);
 
   // --- Messages ---
   // The receiver that takes GPU `gpu`'s arriving messages (and, at packet fidelity, the packets

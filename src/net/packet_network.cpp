@@ -604,6 +604,11 @@ void PacketNetwork::stream(int src, int dst, uint64_t bytes, int priority, const
   engine_->start(src, dst, bytes, priority, options, std::move(on_complete));
 }
 
+void PacketNetwork::stream_sent(int src, int dst, uint64_t bytes, int priority, const StreamOptions& options,
+                                Callback on_sent, Callback on_complete) {
+  engine_->start(src, dst, bytes, priority, options, std::move(on_complete), std::move(on_sent));
+}
+
 nlohmann::json PacketNetwork::stats() const {
   const Time elapsed = sim_.now();
   nlohmann::json links = nlohmann::json::array();

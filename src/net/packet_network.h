@@ -46,6 +46,9 @@ class PacketNetwork final : public Network {
   void transfer(int src, int dst, uint64_t bytes, int priority, Callback on_complete) override;
   void stream(int src, int dst, uint64_t bytes, int priority, const StreamOptions& options,
               Callback on_complete) override;
+  // `on_sent` runs when the stream's last packet enters the egress FIFO.
+  void stream_sent(int src, int dst, uint64_t bytes, int priority, const StreamOptions& options, Callback on_sent,
+                   Callback on_complete) override;
 
   nlohmann::json stats() const override;
   void flush_trace() override;

@@ -10,11 +10,12 @@ TransferEngine::TransferEngine(PacketNetwork& net, Simulator& sim)
     : net_(net), sim_(sim), engines_(net.config().gpus) {}
 
 void TransferEngine::start(int src, int dst, uint64_t bytes, int priority, const StreamOptions& options,
-                           Callback on_complete) {
+                           Callback on_complete, Callback on_sent) {
   const int n = net_.config().gpus;
   if (src < 0 || dst < 0 || src >= n || dst >= n) throw std::logic_error("transfer: GPU index out of range");
   if (bytes == 0 || src == dst) {
     // Nothing crosses the fabric (a local copy is the GPU memory model's business).
+    if (on_sent) sim_.schedule_in(Time::zero(), std::move(on_sent));
     sim_.schedule_in(Time::zero(), std::move(on_complete));
     return;
   }
@@ -41,6 +42,7 @@ void TransferEngine::start(int src, int dst, uint64_t bytes, int priority, const
   t.complete_on_ack = options.complete_on_ack;
   t.priority = static_cast<uint8_t>(std::clamp(priority, 0, 255));
   t.on_complete = std::move(on_complete);
+  t.on_sent = std::move(on_sent);
   engines_[src].active.push_back(id);
   pump(src);
 }
@@ -71,12 +73,16 @@ void TransferEngine::pump(int gpu) {
     p.client = this;
     p.ack_awaited = t.complete_on_ack;
     t.sent += payload;
+    Callback sent;
     if (t.sent == t.bytes) {
       e.active.erase(e.active.begin() + static_cast<std::ptrdiff_t>(e.next));
+      sent = std::move(t.on_sent);
     } else {
       ++e.next;
     }
     net_.send(std::move(p));
+    // May start transfers (this GPU's join `active`; this loop sends them) and grow transfers_.
+    if (sent) sent();
   }
   e.pumping = false;
 }

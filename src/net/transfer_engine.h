@@ -19,7 +19,9 @@ class TransferEngine final : public PacketClient, public RoomListener {
  public:
   TransferEngine(PacketNetwork& net, Simulator& sim);
 
-  void start(int src, int dst, uint64_t bytes, int priority, const StreamOptions& options, Callback on_complete);
+  // `on_sent` (optional) runs when the transfer's last packet has entered the egress FIFO.
+  void start(int src, int dst, uint64_t bytes, int priority, const StreamOptions& options, Callback on_complete,
+             Callback on_sent = {});
 
   void on_delivered(const Packet& p) override;
   void on_ack(const Packet& p) override;
@@ -37,6 +39,7 @@ class TransferEngine final : public PacketClient, public RoomListener {
     bool complete_on_ack = false;
     uint8_t priority = 0;
     Callback on_complete;
+    Callback on_sent;
   };
   struct Engine {
     std::vector<uint32_t> active;  // transfers with packets left to send, in start order

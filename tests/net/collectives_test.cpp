@@ -75,19 +75,27 @@ TEST(Collectives, AllToAllVSkipsEmptyPairs) {
 // Unloaded one-way times (h800_like: 50 GB/s per plane, 250 + 100 + 250 ns of latency):
 // a 128 B write (9 flits) 2880 ps per link, 605760 in all; an ack (1 flit) 320 per link,
 // 600640 in all; a tail or head store (8 B: 2 flits) 640 per link, 601280 in all.
-struct SimplePair {
+// `tails` records when each store lands at GPU 1 (the tails; GPU 1 receives nothing else
+// but the data).
+struct SimplePair : PacketReceiver {
   Simulator sim;
   PacketNetwork net;
   AllToAll a2a;
-  SimplePair(bool acks, int steps) : net(net_config(acks), sim), a2a(net, sim, nccl(steps)) {}
+  std::vector<int64_t> tails;
+  SimplePair(bool acks, int steps, int planes = 4) : net(net_config(acks, planes), sim), a2a(net, sim, nccl(steps)) {
+    net.set_receiver(1, this);
+  }
+  void deliver(Packet&& p) override {
+    if (p.kind == PacketKind::Flag) tails.push_back(sim.now().ps());
+  }
   int64_t run(uint64_t bytes) {
     a2a.start_pair(0, 1, bytes, 0, [] {});
     sim.run();
     return a2a.finish_time().ps();
   }
   uint64_t flags() const { return net.stats()["packets_delivered_by_kind"]["flag"]; }
-  static NetConfig net_config(bool acks) {
-    NetConfig c = test::h800_like(2);
+  static NetConfig net_config(bool acks, int planes) {
+    NetConfig c = test::h800_like(2, planes);
     c.write_ack = acks;
     return c;
   }
@@ -125,22 +133,62 @@ TEST(Collectives, ChunkSlotsLimitDataInFlight) {
   SimplePair one_slot(true, 1);
   EXPECT_EQ(one_slot.run(2048), 4222720);
   EXPECT_EQ(one_slot.flags(), 4u);
-  // Two slots: both steps leave at once (16 packets, 4 per plane, the last at 8640, landing
-  // at 614400); step 0's fence passes at its own last ack but its tail is posted first, then
-  // step 1's, when their acks are back: step 1's at 614400 + 600640 = 1215040; its tail store
-  // leaves right behind step 0's on another idle plane and lands at 1215040 + 601280.
+  // Two slots: the steps are copied in order. Step 0 fits the egress FIFO (8 KiB), so it is
+  // handed over at once and step 1 follows it: 16 packets, 4 per plane, step 0's last leaving
+  // at 2880 (landing at 608640, fenced at 1209280: its tail goes then and lands at 1810560),
+  // step 1's at 8640 (landing at 614400, fenced at 1215040: its tail lands 601280 later). Step
+  // 0's tail leaves before step 1's writes are acknowledged.
   SimplePair two_slots(true, 2);
   EXPECT_EQ(two_slots.run(2048), 1215040 + 601280);
+  EXPECT_EQ(two_slots.tails, (std::vector<int64_t>{1209280 + 601280, 1215040 + 601280}));
 }
 
-TEST(Collectives, TailsArePostedInStepOrder) {
-  // 1.5 KiB in two slots: step 0 has 8 packets, step 1 (the rest) 4, sent alternately, so
-  // step 1's last packet is the 8th (leaves at 2880, lands at 608640) and step 0's the 12th
-  // (leaves at 5760, lands at 611520). Step 1's fence passes first, at 1209280, but its tail
-  // (value 2, which would tell the receiver both steps are there) waits for step 0's fence at
-  // 611520 + 600640 = 1212160; both tails leave then and land 601280 later.
+TEST(Collectives, EachTailLeavesWhenItsStepIsFenced) {
+  // 1.5 KiB in two slots: step 0 has 8 packets, step 1 (the rest) 4, copied in order: step 0's
+  // last leaves at 2880 (lands at 608640, fenced at 1209280), step 1's four at 5760 (land at
+  // 611520, fenced at 1212160). Each tail lands 601280 after its fence (steps copied at once
+  // and interleaved would have fenced both at 1212160).
   SimplePair p(true, 2);
   EXPECT_EQ(p.run(1536), 1212160 + 601280);
+  EXPECT_EQ(p.tails, (std::vector<int64_t>{1209280 + 601280, 1212160 + 601280}));
+}
+
+TEST(Collectives, ThirdStepIsCopiedAfterTheFirstTailIsPosted) {
+  // One 200 GB/s plane: a 128 B write (9 flits) 720 ps per link, 601440 one way; an ack
+  // (1 flit) 80 ps, 600160; a tail or head (2 flits) 160 ps, 600320. 3 KiB in three slots.
+  // Steps 0 and 1 go at once (step 0 is handed over at 0); the barrier after step 1's copy
+  // waits for step 0's post, so step 2 waits for step 0's fence.
+  //  - step 0: packets 0-7, the last leaves at 5040, lands at 606480, acked at 1206640: tail 0
+  //    goes then (1206640-1206800) and step 2 follows it.
+  //  - step 1: packets 8-15, the last leaves at 10800, lands at 612240, acked at 1212400.
+  //  - step 2: packets at 1206800 + 720 j; the last leaves at 1211840 and holds the link to
+  //    1212560, lands at 1813280 and is acked at 2413440: tail 2 lands at 2413440 + 600320.
+  //    Tail 1 leaves right behind it (1212560) and follows it through the switch, whose
+  //    output sends it once that packet is through: it lands 160 ps after it, at 1813440.
+  //    (Tail 0 lands at 1806960; GPU 1's
+  //    acks and heads, 80 and 160 ps each, never delay an ack of step 2's writes; GPU 0's
+  //    acks of the heads end before 2413440.)
+  // Copied all at once and interleaved, the three steps would have ended at 1818480.
+  SimplePair p(true, 3, 1);
+  EXPECT_EQ(p.run(3072), 2413440 + 600320);
+  EXPECT_EQ(p.tails, (std::vector<int64_t>{1206640 + 600320, 1813280 + 160, 2413440 + 600320}));
+}
+
+TEST(Collectives, FlowFidelityCopiesStepsInOrderToo) {
+  // Two 1 KiB steps in two slots on one connection, flow fidelity (acks off: each fence passes
+  // at its step's delivery). Step 0 alone: its payload has left at 5760 (1152 wire bytes at
+  // 200 GB/s); step 1 starts then and has left at 11520; each lands 2880 + 600000 later, at
+  // 608640 and 614400. Each tail then goes alone: 8 B (32 on the wire) leave in 160 ps and land
+  // 640 + 600000 later. Both steps at once would have shared the link, landed together at
+  // 614400 and sent both tails together (320 ps): the last would land at 1215360.
+  Simulator sim;
+  NetConfig c = test::h800_like(2);
+  c.fidelity = NetFidelity::Flow;
+  FlowNetwork net(c, sim);
+  AllToAll a2a(net, sim, SimplePair::nccl(2));
+  a2a.start_pair(0, 1, 2048, 0, [] {});
+  sim.run();
+  EXPECT_EQ(a2a.finish_time().ps(), 614400 + 160 + 600640);
 }
 
 // Finish time of one 16 KiB pair (0 -> 1) on the packet model with the given LL threshold.

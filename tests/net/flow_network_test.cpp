@@ -244,5 +244,19 @@ TEST(FlowNetwork, AChangeInOneComponentLeavesTheOtherComponentsRatesExactlyAlone
   EXPECT_EQ(drained[1], before[1]);
 }
 
+// stream_sent: a flow has no queue at its source, so its bytes are handed over when its
+// payload has left (1 MiB alone: 5898240 ps, as above), before the last packet's trip.
+TEST(FlowNetwork, StreamIsHandedOverWhenItsPayloadHasLeft) {
+  Simulator sim;
+  FlowNetwork net(test::h800_like(2), sim);
+  Time sent;
+  Time done;
+  net.stream_sent(0, 1, 1 << 20, 0, StreamOptions{}, [&] { sent = sim.now(); }, [&] { done = sim.now(); });
+  sim.run();
+  EXPECT_EQ(sent.ps(), 5898240);
+  EXPECT_EQ(done.ps(), 5898240 + 2880 + 600000);
+  EXPECT_TRUE(net.conservation_violations().empty());
+}
+
 }  // namespace
 }  // namespace moehub

@@ -536,5 +536,26 @@ TEST(PacketNetwork, AStallEndsWhenTheHeadLeavesOnAnotherPlane) {
   EXPECT_EQ(s["links"][1]["stall_ps"], 601440);  // gpu0 -> sw1
 }
 
+// stream_sent: the hand-over is when the last packet enters the egress FIFO. One 200 GB/s
+// plane, 8 KiB FIFO (512 flits), 128 B packets of 9 flits (720 ps): at 0 packet 0 goes on the
+// link and packets 1-56 fill the FIFO (504 flits); then one enters each time one leaves, every
+// 720 ps, so packet 127 (of 16 KiB) enters at 71 x 720. It leaves at 127 x 720 and lands
+// 601440 later (acks off: the stream completes then).
+TEST(PacketNetwork, StreamIsHandedOverWhenItsLastPacketEntersTheFifo) {
+  Simulator sim;
+  PacketNetwork net(test::h800_like(2, 1), sim);
+  Time sent;
+  Time done;
+  net.stream_sent(0, 1, 16 * 1024, 0, StreamOptions{}, [&] { sent = sim.now(); }, [&] { done = sim.now(); });
+  sim.run();
+  EXPECT_EQ(sent.ps(), 71 * 720);
+  EXPECT_EQ(done.ps(), 127 * 720 + 601440);
+  // A stream that fits the FIFO is handed over at once.
+  Time small = Time::max();
+  net.stream_sent(0, 1, 1024, 0, StreamOptions{}, [&] { small = sim.now(); }, [] {});
+  EXPECT_EQ(small, sim.now());
+  sim.run();
+}
+
 }  // namespace
 }  // namespace moehub
