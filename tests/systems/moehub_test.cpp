@@ -361,7 +361,8 @@ struct InternodeBench {
     }
   };
 
-  explicit InternodeBench(InternodeConfig cfg, uint32_t flow_batch_bytes = 0) : net(batched(flow_batch_bytes), sim) {
+  // flow_batch_bytes < 0: cluster_like as it is; else merged pair flows with those batches.
+  explicit InternodeBench(InternodeConfig cfg, int flow_batch_bytes = -1) : net(batched(flow_batch_bytes), sim) {
     HubConfig hub;
     hub.clock = Frequency::hertz(1000000000);
     hub.rpm.entry_bytes = 128;
@@ -373,10 +374,11 @@ struct InternodeBench {
       net.set_receiver(g, &receivers[g]);
     }
   }
-  static NetConfig batched(uint32_t flow_batch_bytes) {
+  static NetConfig batched(int flow_batch_bytes) {
     NetConfig c = test::cluster_like(4, 2);
-    c.flow_merge_pairs = flow_batch_bytes > 0;
-    c.flow_batch_bytes = flow_batch_bytes;
+    if (flow_batch_bytes < 0) return c;
+    c.flow_merge_pairs = true;
+    c.flow_batch_bytes = static_cast<uint32_t>(flow_batch_bytes);
     return c;
   }
   // A full 128 B line of row `row` for GPU `dst`.
@@ -459,7 +461,7 @@ TEST(InternodePath, RailSendsToTheSameRailGpuWhichForwardsOverNvlink) {
 TEST(InternodePath, FlowBatchLandsABatchsLinesAtOnce) {
   InternodeConfig cfg;
   cfg.route = InternodeRoute::Nic;
-  for (const uint32_t batch : {0u, 256u}) {
+  for (const int batch : {0, 256}) {
     InternodeBench b(cfg, batch);
     for (uint64_t row = 0; row < 4; ++row) ASSERT_TRUE(b.line(0, 2, row));
     b.sim.run();
