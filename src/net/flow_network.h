@@ -10,6 +10,8 @@
 // rates change only when a class starts or drains, not at every message. With
 // net.flow_realloc_interval (a stated reduction) a component is filled again at most once per
 // interval; changes in between refill only the newly formed classes over the spare capacity.
+// With net.flow_batch_bytes (a stated reduction) messages marked Packet::flow_batch join the
+// class's last queued member up to that many bytes and are delivered together.
 // Messages are back-pressured (SendWindows): a sender hands the network a message only while
 // its outstanding messages on that path fit the window of the real link's buffers or queue.
 // With a scale-out fabric (net.gpus_per_node > 0) a flow between nodes loads instead its route
