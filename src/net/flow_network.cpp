@@ -40,6 +40,12 @@ void FlowNetwork::transfer(int src, int dst, uint64_t bytes, int /*priority*/, C
     sim_.schedule_in(Time::zero(), std::move(on_complete));
     return;
   }
+  const uint32_t slot = class_of(src, dst, bytes);
+  start(slot, bytes, tail(src, dst, bytes), std::move(on_complete), kNoBatch);
+}
+
+// The class of a message of `bytes` from src to dst (formed if new); counts its RDMA packets.
+uint32_t FlowNetwork::class_of(int src, int dst, uint64_t bytes) {
   double wire_per_byte = 0;
   double ack_per_byte = 0;
   if (crosses_fabric(src, dst)) {
@@ -55,16 +61,20 @@ void FlowNetwork::transfer(int src, int dst, uint64_t bytes, int /*priority*/, C
             ? static_cast<double>(cfg_.packets_for(bytes) * cfg_.wire_flits(0) * cfg_.flit_bytes) / static_cast<double>(bytes)
             : 0.0;
   }
-  const uint32_t slot = class_for(src, dst, wire_per_byte, ack_per_byte);
+  return class_for(src, dst, wire_per_byte, ack_per_byte);
+}
+
+// A new member of class `slot`: a message (or the first of a batch) whose payload follows the
+// class's latest member when merged.
+void FlowNetwork::start(uint32_t slot, uint64_t bytes, Time tail, Callback on_complete, uint32_t batch) {
   FlowClass& c = classes_[slot];
-  const Time tail = this->tail(src, dst, bytes);
   // A merged class serves its messages one after another: this one's payload follows the
   // latest member's, and the class's rate does not change while it has members.
   const bool merged = cfg_.flow_merge_pairs && !c.members.empty();
   const int64_t now = sim_.now().ps();
-  const double start = merged ? c.last_finish : served_at(c, now);
-  c.last_finish = start + static_cast<double>(bytes);
-  c.members.push_back(Member{c.last_finish, next_seq_++, tail, std::move(on_complete)});
+  const double begin = merged ? c.last_finish : served_at(c, now);
+  c.last_finish = begin + static_cast<double>(bytes);
+  c.members.push_back(Member{c.last_finish, next_seq_++, tail, batch, std::move(on_complete)});
   // Merged, members finish in start order: the queue is already a heap.
   if (!cfg_.flow_merge_pairs) std::push_heap(c.members.begin(), c.members.end(), later);
   if (c.members.front().finish != c.next_finish || c.members.size() == 1) {
@@ -107,6 +117,7 @@ void FlowNetwork::send(Packet&& packet) {
   const uint32_t bytes = packet.payload_bytes;
   const PacketKind kind = packet.kind;
   windows_.accept(src, dst, bytes, kind);
+  if (packet.flow_batch && cfg_.flow_batch_bytes > 0 && bytes > 0 && src != dst) return send_batched(std::move(packet));
   transfer(src, dst, bytes, packet.priority, [this, p = std::move(packet)]() mutable {
     const int s = p.src;
     const int d = p.dst;
@@ -115,6 +126,60 @@ void FlowNetwork::send(Packet&& packet) {
     deliver(std::move(p));
     windows_.release(s, d, b, k);
   });
+}
+
+// net.flow_batch_bytes (a stated reduction): a batchable message joins its class's latest
+// member if that member is a batch still queued behind the one being served (joining it moves
+// no due time) with room left and the same tail (the same last-packet size); else it starts a
+// batch of its own. A batch's messages are delivered together, in order, when its last byte
+// and tail have arrived: each counts in its window and the RDMA counters as if sent alone.
+void FlowNetwork::send_batched(Packet&& packet) {
+  const uint64_t bytes = packet.payload_bytes;
+  const uint32_t slot = class_of(packet.src, packet.dst, bytes);
+  const Time tail = this->tail(packet.src, packet.dst, bytes);
+  FlowClass& c = classes_[slot];
+  if (c.members.size() >= 2) {
+    Member& last = c.members.back();
+    if (last.batch != kNoBatch && last.tail == tail) {
+      Batch& b = batches_[last.batch];
+      if (b.bytes + bytes <= cfg_.flow_batch_bytes) {
+        b.bytes += bytes;
+        b.packets.push_back(std::move(packet));
+        c.last_finish += static_cast<double>(bytes);
+        last.finish = c.last_finish;
+        return;
+      }
+    }
+  }
+  uint32_t id = 0;
+  if (free_batches_.empty()) {
+    id = static_cast<uint32_t>(batches_.size());
+    batches_.emplace_back();
+  } else {
+    id = free_batches_.back();
+    free_batches_.pop_back();
+  }
+  Batch& b = batches_[id];
+  b.bytes = bytes;
+  b.packets.push_back(std::move(packet));
+  start(slot, bytes, tail, [this, id] { deliver_batch(id); }, id);
+}
+
+void FlowNetwork::deliver_batch(uint32_t id) {
+  // Moved out first: a receiver may send, and a new batch may take this slot's storage.
+  std::vector<Packet> packets = std::move(batches_[id].packets);
+  batches_[id].packets.clear();
+  free_batches_.push_back(id);
+  for (Packet& p : packets) {
+    const int s = p.src;
+    const int d = p.dst;
+    const uint32_t b = p.payload_bytes;
+    const PacketKind k = p.kind;
+    deliver(std::move(p));
+    windows_.release(s, d, b, k);
+  }
+  packets.clear();
+  if (batches_[id].packets.capacity() == 0) batches_[id].packets = std::move(packets);  // keeps the storage
 }
 
 void FlowNetwork::wait_room(int src, int dst, PacketKind kind, RoomListener* listener) {

@@ -10,6 +10,8 @@
 // rates change only when a class starts or drains, not at every message. With
 // net.flow_realloc_interval (a stated reduction) a component is filled again at most once per
 // interval; changes in between refill only the newly formed classes over the spare capacity.
+// With net.flow_batch_bytes (a stated reduction) messages marked Packet::flow_batch join the
+// class's last queued member up to that many bytes and are delivered together.
 // Messages are back-pressured (SendWindows): a sender hands the network a message only while
 // its outstanding messages on that path fit the window of the real link's buffers or queue.
 // With a scale-out fabric (net.gpus_per_node > 0) a flow between nodes loads instead its route
@@ -82,10 +84,12 @@ class FlowNetwork final : public TransferNetwork {
   // (`served_at`), and a member is done when that reaches its `finish`. Each class's next
   // completion time sits in a heap (due_), so an event reads only the classes due then.
   static constexpr int64_t kNever = INT64_MAX;
+  static constexpr uint32_t kNoBatch = UINT32_MAX;
   struct Member {
     double finish = 0;  // the class's `served` at which this flow's payload has left
     uint64_t seq = 0;   // start order: completions at one instant are reported in it
     Time tail;          // from the payload's departure to completion (the last packet's trip)
+    uint32_t batch = kNoBatch;  // net.flow_batch_bytes: the batch of messages it carries
     Callback on_complete;
   };
   // A resource a class loads, and by how much per payload byte.
@@ -143,6 +147,10 @@ class FlowNetwork final : public TransferNetwork {
   size_t egress(int gpu) const { return static_cast<size_t>(gpu) * 2; }
   size_t ingress(int gpu) const { return static_cast<size_t>(gpu) * 2 + 1; }
   uint32_t class_for(int src, int dst, double wire_per_byte, double ack_per_byte);  // its slot
+  uint32_t class_of(int src, int dst, uint64_t bytes);
+  void start(uint32_t slot, uint64_t bytes, Time tail, Callback on_complete, uint32_t batch);
+  void send_batched(Packet&& packet);
+  void deliver_batch(uint32_t id);
   void route(FlowClass& c) const;
   // From the payload's departure to the last packet's arrival.
   Time tail(int src, int dst, uint64_t bytes) const;
@@ -224,6 +232,13 @@ class FlowNetwork final : public TransferNetwork {
   // side table, so that a member (thousands per class for hub packets) does not grow.
   std::unordered_map<uint64_t, Callback> sent_;
   void take_sent(uint64_t seq);
+  // net.flow_batch_bytes: the messages of each batch in flight (slots reused when delivered).
+  struct Batch {
+    uint64_t bytes = 0;
+    std::vector<Packet> packets;
+  };
+  std::vector<Batch> batches_;
+  std::vector<uint32_t> free_batches_;
   std::vector<Done> done_scratch_;  // kept between events: no allocation per completion
   uint64_t next_seq_ = 0;
   bool unsettled_ = false;

@@ -36,6 +36,10 @@ struct NetConfig {
   // Flow fidelity: full max-min allocations at most once per this interval (0: at every
   // change, exact); a stated reduction, docs/network.md.
   Time flow_realloc_interval;
+  // Flow fidelity: a message its sender marks batchable (Packet::flow_batch) joins the last
+  // queued message of its class up to this many payload bytes and is delivered with it (0: one
+  // flow message each, exact); a stated reduction, docs/network.md.
+  uint32_t flow_batch_bytes = 0;
   // Scale-out (src/net/fabric_topology.h). gpus_per_node = 0: one NVLink domain, no fabric.
   int gpus_per_node = 0;
   Bandwidth pcie_bandwidth;         // GPU <-> NIC, per direction

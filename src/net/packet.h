@@ -38,6 +38,10 @@ struct Packet {
   // up to one link latency ahead, so that call may come before the grant's time: count, do not
   // read the clock). An ack copies its write's flag.
   bool ack_awaited = true;
+  // Flow fidelity with net.flow_batch_bytes: the message may join a queued message of its flow
+  // and arrive with it (the sender needs no per-message timing: MoE-Hub's lines). Ignored by
+  // the packet model.
+  bool flow_batch = false;
   // Opaque to the network; an ack carries the cookie of the write it acknowledges.
   uint64_t cookie = 0;
   // The sender-side owner told about delivery and acks (non-owning; may be null).

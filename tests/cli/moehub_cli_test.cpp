@@ -120,6 +120,17 @@ TEST(CliMoeHub, InternodeDesignsPassVerifyOnTwoNodes) {
                    "hub.internode.merge: merging needs the internode path");
 }
 
+// net.flow_batch_bytes (a stated reduction): lines batched in the pair flows still land where
+// they belong, on 2 nodes, on the direct and the nic routes.
+TEST(CliMoeHub, FlowBatchesPassVerifyOnTwoNodes) {
+  for (const char* route : {"direct", "nic"}) {
+    const auto j = verify({"--hardware", "h800-cluster", "--model", "olmoe", "--systems", "moehub,mh-base,mh-pkt,mh-dep",
+                           "--set", "net.flow_batch_bytes=4KiB", "--set", fmt::format("hub.internode.route={}", route)});
+    EXPECT_TRUE(j["passed"].get<bool>()) << route;
+  }
+  expect_bad_input({"run", "--set", "net.flow_batch_bytes=4KiB"}, "net.flow_batch_bytes: needs net.flow_merge_pairs");
+}
+
 // Every line bound for another node crosses the NICs once in every design; merging packs them
 // into fewer messages, and only rail's relays forward.
 TEST(CliMoeHub, InternodeCountersTellTheDesignsApart) {

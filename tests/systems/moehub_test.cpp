@@ -361,7 +361,8 @@ struct InternodeBench {
     }
   };
 
-  explicit InternodeBench(InternodeConfig cfg) : net(test::cluster_like(4, 2), sim) {
+  // flow_batch_bytes < 0: cluster_like as it is; else merged pair flows with those batches.
+  explicit InternodeBench(InternodeConfig cfg, int flow_batch_bytes = -1) : net(batched(flow_batch_bytes), sim) {
     HubConfig hub;
     hub.clock = Frequency::hertz(1000000000);
     hub.rpm.entry_bytes = 128;
@@ -372,6 +373,13 @@ struct InternodeBench {
       receivers[g].gpu = g;
       net.set_receiver(g, &receivers[g]);
     }
+  }
+  static NetConfig batched(int flow_batch_bytes) {
+    NetConfig c = test::cluster_like(4, 2);
+    if (flow_batch_bytes < 0) return c;
+    c.flow_merge_pairs = true;
+    c.flow_batch_bytes = static_cast<uint32_t>(flow_batch_bytes);
+    return c;
   }
   // A full 128 B line of row `row` for GPU `dst`.
   bool line(int src, int dst, uint64_t row) {
@@ -443,6 +451,47 @@ TEST(InternodePath, RailSendsToTheSameRailGpuWhichForwardsOverNvlink) {
   // (720 ps), the last packet on one plane (2880 ps), 2 x 250 ns + 100 ns switch.
   EXPECT_EQ(b.landed[0].at.ps(), 1458000 + 720 + 2880 + 600000);
   EXPECT_EQ(b.paths[2]->relay_peak_bytes(), 128u);
+}
+
+// net.flow_batch_bytes: the hub's lines to one GPU ride the pair's flow as batches. Four lines
+// 0 -> 2 (one leaf) at 0: 154 wire bytes each at 50 GB/s, one leaves every 3080 ps; each then
+// takes its last packet's 3080 ps, 2 x (300 + 300) ns, 2 cables and 1 switch (1453080 ps).
+// Exact, line i lands at 3080 (i + 1) + 1453080; with 256 B batches line 0 (being served) alone,
+// lines 1 and 2 together when 2 has arrived, line 3 alone.
+TEST(InternodePath, FlowBatchLandsABatchsLinesAtOnce) {
+  InternodeConfig cfg;
+  cfg.route = InternodeRoute::Nic;
+  for (const int batch : {0, 256}) {
+    InternodeBench b(cfg, batch);
+    for (uint64_t row = 0; row < 4; ++row) ASSERT_TRUE(b.line(0, 2, row));
+    b.sim.run();
+    ASSERT_EQ(b.landed.size(), 4u);
+    const std::vector<int64_t> exact{1456160, 1459240, 1462320, 1465400};
+    const std::vector<int64_t> batched{1456160, 1462320, 1462320, 1465400};
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(b.landed[i].row_id, i);
+      EXPECT_EQ(b.landed[i].at.ps(), (batch ? batched : exact)[i]) << batch << " B, line " << i;
+    }
+    EXPECT_EQ(b.paths[0]->counters().rdma_messages, 4u);  // each line still its own RDMA message
+    EXPECT_EQ(b.net.stats()["rdma_messages"].get<uint64_t>(), 4u);
+  }
+}
+
+// The verify layer at flow fidelity with batches of 4 KiB: the same rows land (verify passes), the
+// DAM counts every line's bytes, and the network carries fewer flow members.
+TEST(MoeHubSystems, FlowBatchesKeepEveryLineAndItsDamCount) {
+  std::vector<std::string> sets{"net.fidelity=flow", "net.flow_merge_pairs=true"};
+  const LayerSetup exact(sets, true);
+  sets.emplace_back("net.flow_batch_bytes=4KiB");
+  const LayerSetup batched(sets, true);
+  const auto a = exact.run("moehub", true);
+  const auto b = batched.run("moehub", true);
+  EXPECT_TRUE(b.at(0).functional_passed) << b.at(0).result.functional.dump();
+  EXPECT_GT(hub(b.at(0))["dam"]["counted_bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(hub(a.at(0))["dam"]["counted_bytes"], hub(b.at(0))["dam"]["counted_bytes"]);
+  EXPECT_EQ(hub(a.at(0))["egress"]["packets"], hub(b.at(0))["egress"]["packets"]);
+  const auto flows = [](const SystemOutcome& o) { return o.result.network.at("flows_completed").get<uint64_t>(); };
+  EXPECT_LT(flows(b.at(0)), flows(a.at(0)));
 }
 
 }  // namespace

@@ -266,6 +266,7 @@ class HubFabric::FabricPort final : public PacketPort, public RoomListener, publ
     p.cookie = h.rowsp ? h.row_offset : 0;  // the line's RowOffset, full width (acks ignore it)
     p.client = this;
     p.ack_awaited = false;  // the hub counts its acks; the DAM reacts to local write completions
+    p.flow_batch = true;    // lines are independent writes: a flow batch may carry them (net.flow_batch_bytes)
     f_.cluster_.network().send(std::move(p));
     ++n_.packets;
     n_.payload_bytes += h.payload_bytes;

@@ -120,6 +120,7 @@ void InternodePath::send(int hop, LineMessage&& message, uint32_t bytes) {
   p.cookie = messages_.put(std::move(message));
   p.client = client_;
   p.ack_awaited = false;
+  p.flow_batch = true;  // independent lines: a flow batch may carry them (net.flow_batch_bytes)
   net_.send(std::move(p));
 }
 

@@ -1,0 +1,99 @@
+// net.flow_batch_bytes (a stated reduction): a message its sender marks batchable joins the
+// last queued message of its pair's merged flow, up to that many payload bytes, and arrives
+// with it. Every expectation below is computed by hand.
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "net/flow_network.h"
+#include "net/net_test_util.h"
+#include "sim/error.h"
+
+namespace moehub {
+namespace {
+
+struct Arrivals final : PacketReceiver {
+  Simulator* sim = nullptr;
+  std::vector<std::pair<uint64_t, int64_t>> at;  // (cookie, ps)
+  void deliver(Packet&& p) override { at.emplace_back(p.cookie, sim->now().ps()); }
+};
+
+// Four 128 B messages 0 -> 1 at t = 0 on h800_like: 144 wire bytes each at 200 GB/s, so the
+// pair's flow serves one every 720 ps; each arrives after its payload has left plus the last
+// packet's plane link (144 B at 50 GB/s, 2880 ps) and 250 + 100 + 250 ns: 602880 ps.
+std::vector<std::pair<uint64_t, int64_t>> four_lines(uint32_t batch_bytes, bool batchable, uint32_t last_bytes = 128) {
+  NetConfig c = test::h800_like(2);
+  c.fidelity = NetFidelity::Flow;
+  c.flow_merge_pairs = true;
+  c.flow_batch_bytes = batch_bytes;
+  Simulator sim;
+  FlowNetwork net(c, sim);
+  Arrivals rx;
+  rx.sim = &sim;
+  net.set_receiver(1, &rx);
+  for (uint64_t i = 0; i < 4; ++i) {
+    Packet p;
+    p.src = 0;
+    p.dst = 1;
+    p.payload_bytes = i == 3 ? last_bytes : 128;
+    p.cookie = i;
+    p.flow_batch = batchable;
+    net.send(std::move(p));
+  }
+  sim.run();
+  EXPECT_TRUE(net.conservation_violations().empty());  // every window slot came back
+  return rx.at;
+}
+
+TEST(FlowBatch, ZeroIsExactOneMessageAtATime) {
+  const auto at = four_lines(0, true);
+  ASSERT_EQ(at.size(), 4u);
+  for (uint64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(at[i].first, i);
+    EXPECT_EQ(at[i].second, static_cast<int64_t>(720 * (i + 1) + 602880));
+  }
+}
+
+// Batches of up to 256 B: message 0 is being served (never joined), 1 starts a batch that 2
+// joins (256 B), 3 would exceed it and starts the next. A batch arrives when its last byte
+// has: 1 and 2 both at 2160 + 602880 ps, when 2 alone would.
+TEST(FlowBatch, ABatchOfLinesArrivesTogetherWhenItsLastByteHas) {
+  const auto at = four_lines(256, true);
+  ASSERT_EQ(at.size(), 4u);
+  EXPECT_EQ(at[0], std::make_pair(uint64_t{0}, int64_t{720 + 602880}));
+  EXPECT_EQ(at[1], std::make_pair(uint64_t{1}, int64_t{2160 + 602880}));
+  EXPECT_EQ(at[2], std::make_pair(uint64_t{2}, int64_t{2160 + 602880}));
+  EXPECT_EQ(at[3], std::make_pair(uint64_t{3}, int64_t{2880 + 602880}));
+}
+
+TEST(FlowBatch, OnlyMarkedMessagesJoinAndTheLimitCountsBytes) {
+  // Not marked: exact whatever the limit.
+  const auto plain = four_lines(4096, false);
+  for (uint64_t i = 0; i < 4; ++i) EXPECT_EQ(plain[i].second, static_cast<int64_t>(720 * (i + 1) + 602880));
+  // A 256 B last message (two packets, the same flow and tail) joins 1 and 2 under 4096 B:
+  // 640 B of payload, 720 wire bytes, leave by 3600 ps.
+  const auto big = four_lines(4096, true, 256);
+  ASSERT_EQ(big.size(), 4u);
+  EXPECT_EQ(big[0].second, 720 + 602880);
+  for (size_t i = 1; i < 4; ++i) EXPECT_EQ(big[i].second, 3600 + 602880);
+  // Under 384 B it does not fit beside 1 and 2 (256 B): it leaves alone, by 3600 ps too.
+  const auto tight = four_lines(384, true, 256);
+  EXPECT_EQ(tight[1].second, 2160 + 602880);
+  EXPECT_EQ(tight[2].second, 2160 + 602880);
+  EXPECT_EQ(tight[3].second, 3600 + 602880);
+}
+
+TEST(FlowBatch, NeedsMergedPairs) {
+  NetConfig c = test::h800_like(2);
+  c.flow_batch_bytes = 4096;
+  try {
+    c.validate();
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.where(), "net.flow_batch_bytes");
+  }
+}
+
+}  // namespace
+}  // namespace moehub
