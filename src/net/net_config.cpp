@@ -206,11 +206,6 @@ void NetConfig::validate_fabric() const {
   }
   if (!scale_out()) return;
   const int nodes = gpus / gpus_per_node;
-  if (fidelity == NetFidelity::Packet) {
-    throw UserError("net.fidelity", fmt::format("the packet fidelity does not model the scale-out fabric yet ({} nodes); "
-                                                "use net.fidelity = \"flow\"",
-                                                nodes));
-  }
   const int radix = fabric_switch_ports;
   if (radix % (fabric_oversubscription + 1) != 0) {
     throw UserError("net.fabric_oversubscription", fmt::format("{} leaf ports cannot be split {}:1 between NICs and spines",
