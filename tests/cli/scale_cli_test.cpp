@@ -35,6 +35,18 @@ TEST(CliScale, VerifyPassesForEverySystemOnTwoNodes) {
   EXPECT_EQ(passed, 11) << r.out;
 }
 
+// Issue 23's done-when at packet fidelity: every system through ScaleOutPackets, with the
+// end-of-run conservation check (every fabric packet delivered, every queue pair's window empty).
+TEST(CliScale, VerifyPassesForEverySystemOnTwoNodesAtPacketFidelity) {
+  const Result r = moehub({"verify", "--hardware", "h800-cluster", "--model", "olmoe", "--set", "net.fidelity=packet",
+                           "--check", "--systems", "all"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  int passed = 0;
+  for (const auto& l : lines(r.out)) passed += l.find(" PASS ") != std::string::npos;
+  EXPECT_EQ(passed, 11) << r.out;
+}
+
 TEST(CliScale, NodesSetsTheGpuCountAndTheFabricCarriesRdma) {
   const auto j = small_run({"run", "--hardware", "h800-cluster", "--nodes", "2"}, "ideal,megatron-te");
   ASSERT_TRUE(j.contains("results"));
