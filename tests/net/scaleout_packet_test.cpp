@@ -120,7 +120,8 @@ TEST(ScaleOutPackets, CrossRailTransferGoesOverTheSpine) {
   EXPECT_EQ(done.ps(), 600000 + 256 * kMtuPortPs + (kSpinePs - 600000));
   // The leaf-spine links carried the 256 packets' wire bytes.
   uint64_t spine_bytes = 0;
-  for (const auto& l : net.stats()["links"]) {
+  const auto stats = net.stats();
+  for (const auto& l : stats["links"]) {
     if (l["from"].get<std::string>().rfind("leaf", 0) == 0 && l["to"].get<std::string>().rfind("spine", 0) == 0) {
       spine_bytes += l["bytes"].get<uint64_t>();
     }
