@@ -155,7 +155,7 @@ bool PacketNetwork::can_send(int gpu, uint32_t payload_bytes, PacketKind kind) c
 bool PacketNetwork::crosses(int src, int dst) const { return fabric_ && fabric_->crosses(src, dst); }
 
 bool PacketNetwork::can_send_to(int src, int dst, uint32_t payload_bytes, PacketKind kind) const {
-  if (crosses(src, dst)) return fabric_->can_send(src, dst);
+  if (crosses(src, dst)) return fabric_->can_send(src, dst, kind);
   return can_send(src, payload_bytes, kind);
 }
 

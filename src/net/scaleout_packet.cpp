@@ -97,8 +97,9 @@ void ScaleOutPackets::wait_room(int src, int dst, RoomListener* listener) {
 
 void ScaleOutPackets::send(Packet&& packet) {
   if (packet.payload_bytes > cfg_.rdma_mtu_bytes) throw std::logic_error("ScaleOutPackets::send: payload above net.rdma_mtu_bytes");
-  windows_.accept(packet.src, packet.dst, packet.payload_bytes, packet.kind);
   WorkRequest wr;
+  wr.windowed = traffic_class(packet.kind) == TrafficClass::Request;
+  if (wr.windowed) windows_.accept(packet.src, packet.dst, packet.payload_bytes, packet.kind);
   wr.bytes = packet.payload_bytes;
   wr.packet_payload = packet.payload_bytes;
   const int src = packet.src;
@@ -176,7 +177,7 @@ void ScaleOutPackets::cut_packet(int src, int dst, WorkRequest& wr) {
   Flight& f = pool_[id];
   if (wr.transfer == kNil) {
     f.pkt = std::move(wr.packet);
-    f.windowed = true;
+    f.windowed = wr.windowed;
   } else {
     f.pkt = wr.packet;
     f.pkt.payload_bytes = static_cast<uint32_t>(std::min<uint64_t>(wr.packet_payload, wr.bytes - wr.cut));

@@ -43,14 +43,20 @@ class ScaleOutPackets final : public PacketClient {
   ScaleOutPackets(const NetConfig& config, Simulator& sim, TraceRecorder* trace);
 
   bool crosses(int src, int dst) const { return !topo_.same_node(src, dst); }
-  // The queue pair src -> dst has room for a message.
-  bool can_send(int src, int dst) const { return windows_.can_send(src, dst, 0, PacketKind::Write); }
+  // The queue pair src -> dst has room for a message. A read response takes no slot: the
+  // responder's NIC makes it (IBTA responder resources), it is not a work request on the
+  // responder's send queue; counting it let two GPUs that read each other fill each other's
+  // windows with requests their receivers held (a deadlock, ccfuser at 4096 tokens on 2 nodes).
+  bool can_send(int src, int dst, PacketKind kind) const {
+    return traffic_class(kind) == TrafficClass::Response || windows_.can_send(src, dst, 0, kind);
+  }
   bool can_send_any(int src) const;
   // Calls listener->on_room(src) once, when some queue pair of src opens (at once if src -> dst
   // is open now).
   void wait_room(int src, int dst, RoomListener* listener);
   // A message: one packet (payload at most net.rdma_mtu_bytes). Taken even if its window is
-  // full (a sender that asked only can_send(gpu)); it then counts beyond the window.
+  // full (a sender that asked only can_send(gpu)); it then counts beyond the window. Read
+  // responses are not counted (can_send).
   void send(Packet&& packet);
   // Bulk data: one work request cut into packets of options.packet_payload (0: the MTU; at most
   // the MTU). Not windowed (as at flow fidelity).
@@ -81,7 +87,7 @@ class ScaleOutPackets final : public PacketClient {
     uint32_t links[kMaxHops] = {};
     uint8_t hop = 0;
     uint8_t hops = 0;
-    bool windowed = false;  // a message: its queue pair's window is released at delivery
+    bool windowed = false;  // a request-class message: its queue pair's slot is released at delivery
   };
   struct Queue {
     uint32_t head = kNil;
@@ -103,6 +109,7 @@ class ScaleOutPackets final : public PacketClient {
     uint64_t cut = 0;
     uint32_t packet_payload = 0;
     uint32_t transfer = kNil;
+    bool windowed = false;  // a request-class message: it holds a queue pair slot until delivered
     Packet packet;  // the message, or the transfer's packets' fields
   };
   struct Nic {

@@ -192,6 +192,34 @@ TEST(ScaleOutPackets, AFullQueuePairClosesItsPathOnlyAndReopensAtDelivery) {
   EXPECT_TRUE(net.can_send_to(0, 2, 128));
 }
 
+// A read response is made by the responder's NIC, not posted on its send queue: it takes no
+// queue pair slot, so two GPUs that read each other cannot fill each other's windows with
+// requests their receivers hold while their own responses wait for those windows.
+TEST(ScaleOutPackets, AReadResponseDoesNotWaitForTheQueuePairWindow) {
+  Simulator sim;
+  NetConfig c = packet_cluster(4, 2);
+  c.nic_send_queue_depth = 1;
+  PacketNetwork net(c, sim);
+  Packet request;
+  request.src = 0;
+  request.dst = 2;
+  request.kind = PacketKind::ReadRequest;
+  net.send(std::move(request));
+  EXPECT_FALSE(net.can_send_to(0, 2, 0, PacketKind::ReadRequest));
+  EXPECT_FALSE(net.can_send_to(0, 2, 128, PacketKind::Write));
+  EXPECT_TRUE(net.can_send_to(0, 2, 128, PacketKind::ReadResponse));
+  Packet response;
+  response.src = 0;
+  response.dst = 2;
+  response.payload_bytes = 128;
+  response.kind = PacketKind::ReadResponse;
+  net.send(std::move(response));
+  EXPECT_FALSE(net.can_send_to(0, 2, 128, PacketKind::Write));  // still the request's slot only
+  sim.run();
+  EXPECT_TRUE(net.can_send_to(0, 2, 128, PacketKind::Write));
+  EXPECT_TRUE(net.conservation_violations().empty());
+}
+
 TEST(ScaleOutPackets, ARefusingReceiverHoldsRequestsUntilItResumes) {
   Simulator sim;
   PacketNetwork net(packet_cluster(4, 2), sim);
