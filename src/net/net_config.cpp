@@ -213,10 +213,11 @@ void NetConfig::validate_fabric() const {
   }
   if (!scale_out()) return;
   const int nodes = gpus / gpus_per_node;
-  if (fidelity == NetFidelity::Packet) {
-    throw UserError("net.fidelity", fmt::format("the packet fidelity does not model the scale-out fabric yet ({} nodes); "
+  // The NVLink packet model keeps per-output input sets in 64-bit masks (PacketNetwork).
+  if (fidelity == NetFidelity::Packet && gpus > 64) {
+    throw UserError("net.fidelity", fmt::format("the packet fidelity models up to 64 GPUs, not {} ({} nodes of {}); "
                                                 "use net.fidelity = \"flow\"",
-                                                nodes));
+                                                gpus, nodes, gpus_per_node));
   }
   const int radix = fabric_switch_ports;
   if (radix % (fabric_oversubscription + 1) != 0) {

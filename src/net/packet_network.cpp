@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "net/scaleout_packet.h"
 #include "net/transfer_engine.h"
 #include "sim/error.h"
 
@@ -58,6 +59,7 @@ PacketNetwork::PacketNetwork(const NetConfig& config, Simulator& sim, TraceRecor
   ports_.resize(static_cast<int>(n_));
   pool_.reserve(1024);
   engine_ = std::make_unique<TransferEngine>(*this, sim_);
+  if (cfg_.scale_out()) fabric_ = std::make_unique<ScaleOutPackets>(cfg_, sim_, trace_);
   if (trace_) {
     for (uint32_t s = 0; s < s_; ++s) trace_->name_process(1000 + static_cast<int>(s), fmt::format("NVSwitch {}", s));
   }
@@ -150,11 +152,34 @@ bool PacketNetwork::can_send(int gpu, uint32_t payload_bytes, PacketKind kind) c
   return q.flits + cfg_.wire_flits(payload_bytes) <= egress_cap_[tc];
 }
 
+bool PacketNetwork::crosses(int src, int dst) const { return fabric_ && fabric_->crosses(src, dst); }
+
+bool PacketNetwork::can_send_to(int src, int dst, uint32_t payload_bytes, PacketKind kind) const {
+  if (crosses(src, dst)) return fabric_->can_send(src, dst, kind);
+  return can_send(src, payload_bytes, kind);
+}
+
+bool PacketNetwork::can_send_any(int src, uint32_t payload_bytes, PacketKind kind) const {
+  return can_send(src, payload_bytes, kind) || (fabric_ && fabric_->can_send_any(src));
+}
+
+void PacketNetwork::request_room_to(int src, int dst, RoomListener* listener) {
+  if (crosses(src, dst)) {
+    fabric_->wait_room(src, dst, listener);
+    return;
+  }
+  request_room(src, listener);
+}
+
 void PacketNetwork::send(Packet&& p) {
   if (p.src < 0 || p.dst < 0 || static_cast<uint32_t>(p.src) >= n_ || static_cast<uint32_t>(p.dst) >= n_) {
     throw std::logic_error(fmt::format("PacketNetwork::send: GPU {} -> {} outside 0..{}", p.src, p.dst, n_ - 1));
   }
   if (p.src == p.dst) throw std::logic_error("PacketNetwork::send: a GPU does not send packets to itself");
+  if (crosses(p.src, p.dst)) {
+    fabric_->send(std::move(p));
+    return;
+  }
   if (p.payload_bytes > cfg_.max_payload_bytes) throw std::logic_error("PacketNetwork::send: payload above net.max_payload_bytes");
   if (!can_send(p.src, p.payload_bytes, p.kind)) throw std::logic_error("PacketNetwork::send: egress FIFO full");
   const int src = p.src;
@@ -189,7 +214,10 @@ void PacketNetwork::request_response_room(int gpu, RoomListener* listener) {
   ls.push_back(listener);
 }
 
-void PacketNetwork::set_receiver(int gpu, PacketReceiver* receiver) { ports_[gpu].receiver = receiver; }
+void PacketNetwork::set_receiver(int gpu, PacketReceiver* receiver) {
+  ports_[gpu].receiver = receiver;
+  if (fabric_) fabric_->set_receiver(gpu, receiver);
+}
 
 // ---------------------------------------------------------------- egress: FIFO -> uplinks
 
@@ -591,99 +619,34 @@ void PacketNetwork::retry_ingress(int gpu, Blocked reason) {
   }
 }
 
-void PacketNetwork::resume_ingress(int gpu) { retry_ingress(gpu, kByReceiver); }
+void PacketNetwork::resume_ingress(int gpu) {
+  retry_ingress(gpu, kByReceiver);
+  if (fabric_) fabric_->resume_ingress(gpu);
+}
 
-// ---------------------------------------------------------------- transfers, stats, trace
+// ---------------------------------------------------------------- transfers
 
 void PacketNetwork::transfer(int src, int dst, uint64_t bytes, int priority, Callback on_complete) {
-  engine_->start(src, dst, bytes, priority, StreamOptions{}, std::move(on_complete));
+  stream(src, dst, bytes, priority, StreamOptions{}, std::move(on_complete));
 }
 
 void PacketNetwork::stream(int src, int dst, uint64_t bytes, int priority, const StreamOptions& options,
                            Callback on_complete) {
+  if (bytes > 0 && src >= 0 && dst >= 0 && src < cfg_.gpus && dst < cfg_.gpus && crosses(src, dst)) {
+    fabric_->transfer(src, dst, bytes, priority, options, std::move(on_complete));
+    return;
+  }
   engine_->start(src, dst, bytes, priority, options, std::move(on_complete));
 }
 
 void PacketNetwork::stream_sent(int src, int dst, uint64_t bytes, int priority, const StreamOptions& options,
                                 Callback on_sent, Callback on_complete) {
+  // Across nodes the scale-out model reports no hand-over: the base's (sent with the completion).
+  if (bytes > 0 && src >= 0 && dst >= 0 && src < cfg_.gpus && dst < cfg_.gpus && crosses(src, dst)) {
+    Network::stream_sent(src, dst, bytes, priority, options, std::move(on_sent), std::move(on_complete));
+    return;
+  }
   engine_->start(src, dst, bytes, priority, options, std::move(on_complete), std::move(on_sent));
-}
-
-nlohmann::json PacketNetwork::stats() const {
-  const Time elapsed = sim_.now();
-  nlohmann::json links = nlohmann::json::array();
-  for (uint32_t g = 0; g < n_; ++g) {
-    for (uint32_t s = 0; s < s_; ++s) {
-      links.push_back(uplinks_[g * s_ + s].stats.to_json(fmt::format("gpu{}", g), fmt::format("sw{}", s), elapsed));
-    }
-  }
-  for (uint32_t s = 0; s < s_; ++s) {
-    for (uint32_t d = 0; d < n_; ++d) {
-      links.push_back(outputs_[s * n_ + d].stats.to_json(fmt::format("sw{}", s), fmt::format("gpu{}", d), elapsed));
-    }
-  }
-  nlohmann::json ports = nlohmann::json::array();
-  for (uint32_t g = 0; g < n_; ++g) {
-    const Port& p = ports_[g];
-    ports.push_back({{"gpu", g}, {"injected_packets", p.injected}, {"delivered_packets", p.delivered},
-                     {"egress_peak_flits", p.peak_flits}});
-  }
-  nlohmann::json by_kind = nlohmann::json::object();
-  for (size_t k = 0; k < 6; ++k) by_kind[packet_kind_name(static_cast<PacketKind>(k))] = delivered_by_kind_[k];
-  return {{"fidelity", "packet"},
-          {"elapsed_ps", elapsed.ps()},
-          {"packets_injected", injected_packets_},
-          {"packets_delivered", delivered_packets_},
-          {"acks_delivered", acks_delivered_},
-          {"packets_delivered_by_kind", by_kind},
-          {"links", links},
-          {"ports", ports}};
-}
-
-void PacketNetwork::flush_trace() {
-  if (!trace_) return;
-  for (uint32_t g = 0; g < n_; ++g) {
-    for (uint32_t s = 0; s < s_; ++s) {
-      const int gpu = static_cast<int>(g);
-      uplinks_[g * s_ + s].stats.flush_span(trace_, gpu, trace_->track(gpu, fmt::format("link to sw{}", s)));
-    }
-  }
-  for (uint32_t s = 0; s < s_; ++s) {
-    for (uint32_t d = 0; d < n_; ++d) {
-      const int pid = 1000 + static_cast<int>(s);
-      outputs_[s * n_ + d].stats.flush_span(trace_, pid, trace_->track(pid, fmt::format("link to gpu{}", d)));
-    }
-  }
-}
-
-std::vector<std::string> PacketNetwork::conservation_violations() const {
-  std::vector<std::string> v;
-  if (injected_packets_ != delivered_packets_) {
-    v.push_back(fmt::format("{} packets injected, {} delivered", injected_packets_, delivered_packets_));
-  }
-  const auto empty = [](const std::vector<Queue>& qs) {
-    for (const Queue& q : qs) {
-      if (!q.empty()) return false;
-    }
-    return true;
-  };
-  if (!empty(egress_) || !empty(voq_) || !empty(ingress_)) v.push_back("a packet is still queued in the fabric");
-  size_t free_slots = 0;
-  for (uint32_t id = free_head_; id != kNil; id = pool_[id].next) ++free_slots;
-  if (free_slots != pool_.size()) v.push_back(fmt::format("{} of {} packet slots not freed", pool_.size() - free_slots, pool_.size()));
-  for (const Uplink& u : uplinks_) {
-    if (!u.credits.all_returned()) {
-      v.push_back("an uplink's credits were not all returned");
-      break;
-    }
-  }
-  for (const Output& o : outputs_) {
-    if (!o.credits.all_returned()) {
-      v.push_back("a switch output's credits were not all returned");
-      break;
-    }
-  }
-  return v;
 }
 
 }  // namespace moehub

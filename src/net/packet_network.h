@@ -1,5 +1,6 @@
 #pragma once
-// The packet-level NVLink/NVSwitch fabric. Every GPU has one egress port whose FIFO (per
+// The packet-level NVLink/NVSwitch fabric (with nodes joined by NICs, each node's NVLink domain;
+// packets between nodes go to ScaleOutPackets, src/net/scaleout_packet.h). Every GPU has one egress port whose FIFO (per
 // traffic class) is shared by all destinations and feeds links to S switch planes; every plane
 // is an input-queued switch with virtual output queues; every GPU has an ingress buffer per
 // plane link. All buffers are finite and guarded by credits, so a congested destination fills
@@ -24,6 +25,7 @@
 namespace moehub {
 
 class TransferEngine;
+class ScaleOutPackets;
 
 class PacketNetwork final : public Network {
  public:
@@ -39,6 +41,10 @@ class PacketNetwork final : public Network {
   // Room: the next time a packet leaves that GPU's request (response) FIFO.
   void request_room(int gpu, RoomListener* listener) override;
   void request_response_room(int gpu, RoomListener* listener) override;
+  // Between nodes (a scale-out fabric): the queue pair's window (ScaleOutPackets); else as above.
+  bool can_send_to(int src, int dst, uint32_t payload_bytes, PacketKind kind = PacketKind::Write) const override;
+  bool can_send_any(int src, uint32_t payload_bytes, PacketKind kind = PacketKind::Write) const override;
+  void request_room_to(int src, int dst, RoomListener* listener) override;
   void set_receiver(int gpu, PacketReceiver* receiver) override;
   void resume_ingress(int gpu) override;
 
@@ -191,6 +197,9 @@ class PacketNetwork final : public Network {
   std::vector<uint8_t> ingress_blocked_;
   PerGpu<Port> ports_;
   std::unique_ptr<TransferEngine> engine_;
+  // Packets between nodes (null without a scale-out fabric); NVLink carries those within one.
+  std::unique_ptr<ScaleOutPackets> fabric_;
+  bool crosses(int src, int dst) const;
   uint64_t injected_packets_ = 0;
   uint64_t delivered_packets_ = 0;
   uint64_t acks_delivered_ = 0;

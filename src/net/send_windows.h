@@ -26,6 +26,8 @@ class SendWindows {
   bool can_send(int src, int dst, uint32_t payload_bytes, PacketKind kind) const;
   // True if some destination of `src` would take a message of that payload now.
   bool can_send_any(int src, uint32_t payload_bytes, PacketKind kind) const;
+  // True if some queue pair of `src` to another node has room (the packet fidelity's NIC).
+  bool nic_any_open(int src) const { return nic_closed_[static_cast<size_t>(src)] < remote_[static_cast<size_t>(src)]; }
   void accept(int src, int dst, uint32_t payload_bytes, PacketKind kind);
   // A message was delivered: its room returns, and the path's listeners are called once.
   void release(int src, int dst, uint32_t payload_bytes, PacketKind kind);

@@ -35,6 +35,18 @@ TEST(CliScale, VerifyPassesForEverySystemOnTwoNodes) {
   EXPECT_EQ(passed, 11) << r.out;
 }
 
+// Issue 23's done-when at packet fidelity: every system through ScaleOutPackets, with the
+// end-of-run conservation check (every fabric packet delivered, every queue pair's window empty).
+TEST(CliScale, VerifyPassesForEverySystemOnTwoNodesAtPacketFidelity) {
+  const Result r = moehub({"verify", "--hardware", "h800-cluster", "--model", "olmoe", "--set", "net.fidelity=packet",
+                           "--check", "--systems", "all"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  int passed = 0;
+  for (const auto& l : lines(r.out)) passed += l.find(" PASS ") != std::string::npos;
+  EXPECT_EQ(passed, 11) << r.out;
+}
+
 TEST(CliScale, NodesSetsTheGpuCountAndTheFabricCarriesRdma) {
   const auto j = small_run({"run", "--hardware", "h800-cluster", "--nodes", "2"}, "ideal,megatron-te");
   ASSERT_TRUE(j.contains("results"));
@@ -66,8 +78,8 @@ TEST(CliScale, RefusesWhatTheFabricCannotRunBeforeSimulating) {
   expect_bad_input({"run", "--gpus", "64"}, "run.gpus: 64 GPUs x 2 links per plane need 128 ports");
   expect_bad_input({"run", "--hardware", "h800-cluster", "--nodes", "2", "--gpus", "16"}, "--nodes: give either");
   expect_bad_input({"run", "--hardware", "h800-cluster", "--gpus", "12"}, "run.gpus: 12 GPUs are not whole nodes of 8");
-  expect_bad_input({"run", "--hardware", "h800-cluster", "--set", "net.fidelity=packet"},
-                   "net.fidelity: the packet fidelity does not model the scale-out fabric yet");
+  expect_bad_input({"run", "--hardware", "h800-cluster", "--nodes", "9", "--set", "net.fidelity=packet"},
+                   "net.fidelity: the packet fidelity models up to 64 GPUs, not 72 (9 nodes of 8)");
   expect_bad_input({"run", "--hardware", "h800-cluster", "--set", "net.gpus_per_node=40"}, "net.gpus_per_node: 40 GPUs per node");
   // 257 nodes: 9 leaves of 32 NICs per rail, 72 leaves for spines of 64 ports.
   expect_bad_input({"run", "--hardware", "h800-cluster", "--nodes", "257", "--tokens", "8224"},

@@ -176,8 +176,12 @@ TEST(Fabric, RefusesWhatItCannotBuild) {
   EXPECT_EQ(where(test::cluster_like(8, 2)), "accepted");
   NetConfig packet = test::cluster_like(8, 2);
   packet.fidelity = NetFidelity::Packet;
-  EXPECT_EQ(where(packet), "net.fidelity");
-  packet.gpus = 2;  // one node: no fabric, packets are fine
+  EXPECT_EQ(where(packet), "accepted");  // the packet fidelity models the fabric (ScaleOutPackets)
+  NetConfig wide = test::cluster_like(66, 2);
+  wide.fabric_switch_ports = 64;  // room for 33 nodes of 2 on the leaves
+  wide.fidelity = NetFidelity::Packet;
+  EXPECT_EQ(where(wide), "net.fidelity");  // more GPUs than the NVLink packet model's masks
+  packet.gpus = 2;  // one node: no fabric
   EXPECT_EQ(where(packet), "accepted");
   EXPECT_EQ(where(test::cluster_like(7, 2)), "run.gpus");  // not whole nodes
   // 8-port leaves hold 4 NICs: 2 rails x 9 leaves = 18 leaves, but a spine has 8 ports.
