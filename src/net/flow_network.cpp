@@ -88,15 +88,24 @@ void FlowNetwork::send(Packet&& packet) {
   const int dst = packet.dst;
   const uint32_t bytes = packet.payload_bytes;
   const PacketKind kind = packet.kind;
+  const int priority = packet.priority;
   windows_.accept(src, dst, bytes, kind);
-  transfer(src, dst, bytes, packet.priority, [this, p = std::move(packet)]() mutable {
+  Callback delivered = [this, p = std::move(packet)]() mutable {
     const int s = p.src;
     const int d = p.dst;
     const uint32_t b = p.payload_bytes;
     const PacketKind k = p.kind;
     deliver(std::move(p));
     windows_.release(s, d, b, k);
-  });
+  };
+  // A header-only message (a read request) has no payload to share the links' rates, but its
+  // header still crosses the path: it arrives after that header's unloaded trip (its bytes are
+  // not charged to the links' loads).
+  if (bytes == 0 && src != dst) {
+    sim_.schedule_in(tail(src, dst, 0), std::move(delivered));
+    return;
+  }
+  transfer(src, dst, bytes, priority, std::move(delivered));
 }
 
 void FlowNetwork::wait_room(int src, int dst, PacketKind kind, RoomListener* listener) {
@@ -174,14 +183,14 @@ void FlowNetwork::route(FlowClass& c) const {
 Time FlowNetwork::tail(int src, int dst, uint64_t bytes) const {
   if (!crosses_fabric(src, dst)) {
     const uint64_t rest = bytes % cfg_.max_payload_bytes;
-    const uint32_t last_payload = static_cast<uint32_t>(rest ? rest : cfg_.max_payload_bytes);
+    const uint32_t last_payload = bytes == 0 ? 0 : static_cast<uint32_t>(rest ? rest : cfg_.max_payload_bytes);
     return cfg_.plane_bandwidth().transfer_time(static_cast<uint64_t>(cfg_.wire_flits(last_payload)) * cfg_.flit_bytes) +
            cfg_.gpu_switch_latency * 2 + cfg_.switch_latency;
   }
   // The last fabric packet: serialised at the NIC, then PCIe, NIC, cables and switches on the
   // way, the destination NIC and its PCIe.
   const uint64_t rest = bytes % cfg_.rdma_mtu_bytes;
-  const uint64_t last = (rest ? rest : cfg_.rdma_mtu_bytes) + cfg_.rdma_header_bytes;
+  const uint64_t last = (bytes == 0 ? 0 : rest ? rest : cfg_.rdma_mtu_bytes) + cfg_.rdma_header_bytes;
   const bool one_leaf = fabric_->leaf_of(src) == fabric_->leaf_of(dst);
   return cfg_.nic_bandwidth.transfer_time(last) + cfg_.pcie_latency * 2 + cfg_.nic_latency * 2 +
          cfg_.fabric_cable_latency * (one_leaf ? 2 : 4) + cfg_.fabric_switch_latency * (one_leaf ? 1 : 3);
