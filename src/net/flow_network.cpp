@@ -116,16 +116,25 @@ void FlowNetwork::send(Packet&& packet) {
   const int dst = packet.dst;
   const uint32_t bytes = packet.payload_bytes;
   const PacketKind kind = packet.kind;
+  const int priority = packet.priority;
   windows_.accept(src, dst, bytes, kind);
   if (packet.flow_batch && cfg_.flow_batch_bytes > 0 && bytes > 0 && src != dst) return send_batched(std::move(packet));
-  transfer(src, dst, bytes, packet.priority, [this, p = std::move(packet)]() mutable {
+  Callback delivered = [this, p = std::move(packet)]() mutable {
     const int s = p.src;
     const int d = p.dst;
     const uint32_t b = p.payload_bytes;
     const PacketKind k = p.kind;
     deliver(std::move(p));
     windows_.release(s, d, b, k);
-  });
+  };
+  // A header-only message (a read request) has no payload to share the links' rates, but its
+  // header still crosses the path: it arrives after that header's unloaded trip (its bytes are
+  // not charged to the links' loads).
+  if (bytes == 0 && src != dst) {
+    sim_.schedule_in(tail(src, dst, 0), std::move(delivered));
+    return;
+  }
+  transfer(src, dst, bytes, priority, std::move(delivered));
 }
 
 // net.flow_batch_bytes (a stated reduction): a batchable message joins its class's latest
@@ -257,14 +266,14 @@ void FlowNetwork::route(FlowClass& c) const {
 Time FlowNetwork::tail(int src, int dst, uint64_t bytes) const {
   if (!crosses_fabric(src, dst)) {
     const uint64_t rest = bytes % cfg_.max_payload_bytes;
-    const uint32_t last_payload = static_cast<uint32_t>(rest ? rest : cfg_.max_payload_bytes);
+    const uint32_t last_payload = bytes == 0 ? 0 : static_cast<uint32_t>(rest ? rest : cfg_.max_payload_bytes);
     return cfg_.plane_bandwidth().transfer_time(static_cast<uint64_t>(cfg_.wire_flits(last_payload)) * cfg_.flit_bytes) +
            cfg_.gpu_switch_latency * 2 + cfg_.switch_latency;
   }
   // The last fabric packet: serialised at the NIC, then PCIe, NIC, cables and switches on the
   // way, the destination NIC and its PCIe.
   const uint64_t rest = bytes % cfg_.rdma_mtu_bytes;
-  const uint64_t last = (rest ? rest : cfg_.rdma_mtu_bytes) + cfg_.rdma_header_bytes;
+  const uint64_t last = (bytes == 0 ? 0 : rest ? rest : cfg_.rdma_mtu_bytes) + cfg_.rdma_header_bytes;
   const bool one_leaf = fabric_->leaf_of(src) == fabric_->leaf_of(dst);
   return cfg_.nic_bandwidth.transfer_time(last) + cfg_.pcie_latency * 2 + cfg_.nic_latency * 2 +
          cfg_.fabric_cable_latency * (one_leaf ? 2 : 4) + cfg_.fabric_switch_latency * (one_leaf ? 1 : 3);

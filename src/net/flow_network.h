@@ -5,7 +5,8 @@
 // source's egress and its destination's ingress by its wire bytes (payload plus headers, in
 // max-size packets) and, with write acks on, the reverse direction by one ack per packet.
 // There are no queues: no head-of-line blocking, no buffer limits, no priorities. A message
-// (a thread block's store, a hub packet, a read request or response) is one flow; with
+// (a thread block's store, a hub packet, a read response) is one flow; a header-only message
+// (a read request) is none: it arrives after its header's unloaded trip on its path. With
 // net.flow_merge_pairs the messages of one class are one flow instead, served in start order, so
 // rates change only when a class starts or drains, not at every message. With
 // net.flow_realloc_interval (a stated reduction) a component is filled again at most once per
@@ -152,7 +153,8 @@ class FlowNetwork final : public TransferNetwork {
   void send_batched(Packet&& packet);
   void deliver_batch(uint32_t id);
   void route(FlowClass& c) const;
-  // From the payload's departure to the last packet's arrival.
+  // From the payload's departure to the last packet's arrival; with no payload, a header-only
+  // packet's whole trip.
   Time tail(int src, int dst, uint64_t bytes) const;
   void trace_busy(size_t resource, int64_t since, int64_t now);
   void fabric_stats(nlohmann::json& links, nlohmann::json& out) const;

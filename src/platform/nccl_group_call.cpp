@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <stdexcept>
+#include <tuple>
+#include <vector>
 
 #include "gpu/gpu.h"
 
@@ -14,18 +16,16 @@ NcclGroupCall::NcclGroupCall(Cluster& cluster, std::string name, const PerPair<u
   const int n = cluster.gpus();
   if (bytes.gpus() != n) throw std::logic_error("NcclGroupCall: matrix is not gpus x gpus");
   ranks_.resize(n);
-  pair_of_ = PerPair<int>(n, -1);
-  deltas_ = nccl_p2p_deltas(n);
   for (int s = 0; s < n; ++s) {
     for (int d = 0; d < n; ++d) {
       const uint64_t b = bytes(s, d);
       if (b == 0) continue;  // NCCL skips zero-size sends and receives
-      pair_of_(s, d) = static_cast<int>(pairs_.size());
       pairs_.push_back(Pair{s, d, b, false, nullptr});
       ++ranks_[s].pending;
       if (d != s) ++ranks_[d].pending;
     }
   }
+  index_visits(n);
   for (int g = 0; g < n; ++g) {
     if (participates(g)) ranks_[g].done_signal = cluster.gpu(g).create_signal(name_ + " done");
   }
@@ -66,24 +66,49 @@ void NcclGroupCall::launch(int g, gpu::Stream& stream, Callback on_done) {
   cluster_.launch(g, stream, Activity::Communication, std::move(spec));
 }
 
+// NCCL's point-to-point schedule: in round i rank g sends to g + delta_i and receives from
+// g - delta_i (delta_0 = 0: the self copy), so each rank visits its pairs in the order of their
+// delta (dst - src mod n) in the schedule, its send before its receive; a pair whose delta the
+// schedule lacks is never visited. Sorted once here, per rank.
+void NcclGroupCall::index_visits(int n) {
+  const std::vector<int> deltas = nccl_p2p_deltas(n);
+  std::vector<int64_t> round(static_cast<size_t>(n), -1);
+  for (size_t i = deltas.size(); i-- > 0;) round[static_cast<size_t>(deltas[i])] = static_cast<int64_t>(i);  // first round
+  struct Visit {
+    int rank;
+    int64_t round;
+    int recv;
+    uint32_t pair;
+  };
+  std::vector<Visit> v;
+  for (uint32_t i = 0; i < pairs_.size(); ++i) {
+    const Pair& p = pairs_[i];
+    const int64_t r = round[static_cast<size_t>(((p.dst - p.src) % n + n) % n)];
+    if (r < 0) continue;
+    v.push_back(Visit{p.src, r, 0, i});
+    if (p.dst != p.src) v.push_back(Visit{p.dst, r, 1, i});
+  }
+  std::sort(v.begin(), v.end(), [](const Visit& a, const Visit& b) {
+    return std::tie(a.rank, a.round, a.recv) < std::tie(b.rank, b.round, b.recv);
+  });
+  visit_first_.assign(static_cast<size_t>(n) + 1, 0);
+  for (const Visit& x : v) ++visit_first_[static_cast<size_t>(x.rank) + 1];
+  for (int g = 0; g < n; ++g) visit_first_[static_cast<size_t>(g) + 1] += visit_first_[static_cast<size_t>(g)];
+  visits_.reserve(v.size());
+  for (const Visit& x : v) visits_.push_back(x.pair);
+}
+
 void NcclGroupCall::became_resident(int g) {
   Rank& r = ranks_[g];
   if (r.resident) return;
   r.resident = cluster_.sim().now();
-  // NCCL's point-to-point schedule: in round i the rank sends to g + delta_i and receives from
-  // g - delta_i (delta_0 = 0: the self copy). A pair moves once both of its ranks are up.
-  const int n = cluster_.gpus();
-  for (const int delta : deltas_) {
-    start_if_ready(g, (g + delta) % n);
-    start_if_ready((g - delta + n) % n, g);
-  }
+  // A pair moves once both of its ranks are up.
+  for (uint32_t k = visit_first_[static_cast<size_t>(g)]; k < visit_first_[static_cast<size_t>(g) + 1]; ++k) start_if_ready(visits_[k]);
 }
 
-void NcclGroupCall::start_if_ready(int src, int dst) {
-  const int i = pair_of_(src, dst);
-  if (i < 0) return;
-  Pair& p = pairs_[static_cast<size_t>(i)];
-  if (!p.started && ranks_[src].resident && ranks_[dst].resident) start_pair(p);
+void NcclGroupCall::start_if_ready(uint32_t pair) {
+  Pair& p = pairs_[pair];
+  if (!p.started && ranks_[p.src].resident && ranks_[p.dst].resident) start_pair(p);
 }
 
 void NcclGroupCall::start_pair(Pair& p) {

@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "net/collectives.h"
@@ -55,6 +57,40 @@ TEST(Fabric, InsideANodeTheFlowStaysOnNvlink) {
   sim.run();
   EXPECT_EQ(done.ps(), 5898240 + 2880 + 600000);  // as FlowNetwork.LoneTransfer... on one board
   EXPECT_EQ(net.stats()["rdma_messages"], 0u);
+}
+
+// A read request is a header-only message: no payload to share the links, but its header
+// crosses the path (issue 23): 26 B at the NIC (0.52 ns) plus the path's latencies.
+TEST(Fabric, AHeaderOnlyMessageTakesItsHeadersTripOnItsPath) {
+  struct Arrivals final : PacketReceiver {
+    void deliver(Packet&& p) override { at.push_back({p.src, now()}); }
+    std::function<Time()> now;
+    std::vector<std::pair<int, Time>> at;
+  };
+  Simulator sim;
+  FlowNetwork net(test::cluster_like(4, 2), sim);
+  Arrivals rx;
+  rx.now = [&] { return sim.now(); };
+  for (int g = 0; g < 4; ++g) net.set_receiver(g, &rx);
+  const auto request = [&](int src, int dst) {
+    Packet p;
+    p.src = src;
+    p.dst = dst;
+    p.payload_bytes = 0;
+    p.kind = PacketKind::ReadRequest;
+    net.send(std::move(p));
+  };
+  request(0, 2);  // rail 0's leaf: 2 x 300 (PCIe) + 2 x 300 (NIC) + 2 x 50 + 150 ns
+  request(1, 0);  // NVLink: one 16 B header flit at 50 GB/s a plane (320 ps) + 250 + 100 + 250 ns
+  request(3, 0);  // node 1 rail 1 to node 0 rail 0, over a spine: 4 cables, 3 switches
+  sim.run();
+  ASSERT_EQ(rx.at.size(), 3u);
+  EXPECT_EQ(rx.at[0], std::make_pair(1, Time::from_ps(320 + 600000)));
+  EXPECT_EQ(rx.at[1], std::make_pair(0, Time::from_ps(520 + 1200000 + 100000 + 150000)));
+  EXPECT_EQ(rx.at[2], std::make_pair(3, Time::from_ps(520 + 1200000 + 200000 + 450000)));
+  // Latency only: the headers load no link, and no window slot is left taken.
+  EXPECT_EQ(net.stats()["rdma_messages"], 0u);
+  EXPECT_TRUE(net.conservation_violations().empty());
 }
 
 TEST(Fabric, RailPlacementAndEcmpOnAKnownCase) {

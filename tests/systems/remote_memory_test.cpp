@@ -30,14 +30,18 @@ TEST(RemoteMemory, ReadsTowardsAnotherNodeWaitForTheirNicPair) {
   EXPECT_TRUE(r.cluster->network().can_send_to(0, 3, 0, PacketKind::ReadRequest));
   EXPECT_TRUE(r.cluster->network().can_send_to(0, 1, 0, PacketKind::ReadRequest));
   r.sim.run();
-  // A header-only request is a flow of no bytes, delivered at once at flow fidelity, so the
-  // requests free their slot at time 0; the responses then share GPU 2's pair 2 -> 0, one at a
-  // time: each leaves when the one before it is delivered, and the reads complete one response
-  // latency apart (128 B: no two overlap on a link). With the NVLink window asked instead, all
-  // three responses left at once and the reads completed together.
-  ASSERT_GT(done[0], 0);
-  EXPECT_GT(done[1], done[0]);
-  EXPECT_EQ(done[2] - done[1], done[1] - done[0]);
+  // A header-only request takes its header's trip to GPU 2 on rail 0's leaf: 26 B at 50 GB/s
+  // (520 ps), PCIe and NIC 300 ns each at both ends, two 50 ns cables and one 150 ns switch:
+  // 1450520 ps, and only then frees the pair's slot for the next request. GPU 2 reads the
+  // 128 B (44 ps at 3350 GB/s x 0.87) and its response crosses back: the payload at the NIC's
+  // rate, 154 wire bytes in 3080 ps, then the last packet's trip, 3080 + 1450000 ps; GPU 0
+  // writes the 128 B (44 ps). The responses share GPU 2's pair 2 -> 0, one at a time, so the
+  // reads complete one response trip apart (with the NVLink window asked instead, all three
+  // responses left at once and the reads completed together).
+  const int64_t response = 3080 + 3080 + 1450000;
+  EXPECT_EQ(done[0], 1450520 + 44 + response + 44);
+  EXPECT_EQ(done[1] - done[0], response);
+  EXPECT_EQ(done[2] - done[1], response);
   EXPECT_TRUE(r.cluster->network().conservation_violations().empty());
 }
 
