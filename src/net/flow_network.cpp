@@ -150,7 +150,7 @@ void FlowNetwork::send_batched(Packet&& packet) {
   if (c.members.size() >= 2) {
     Member& last = c.members.back();
     if (last.batch != kNoBatch && last.tail == tail) {
-      Batch& b = batches_[last.batch];
+      Batch& b = batches_.at(last.batch);
       if (b.bytes + bytes <= cfg_.flow_batch_bytes) {
         b.bytes += bytes;
         b.packets.push_back(std::move(packet));
@@ -160,15 +160,8 @@ void FlowNetwork::send_batched(Packet&& packet) {
       }
     }
   }
-  uint32_t id = 0;
-  if (free_batches_.empty()) {
-    id = static_cast<uint32_t>(batches_.size());
-    batches_.emplace_back();
-  } else {
-    id = free_batches_.back();
-    free_batches_.pop_back();
-  }
-  Batch& b = batches_[id];
+  const uint32_t id = batches_.acquire();
+  Batch& b = batches_.at(id);
   b.bytes = bytes;
   b.packets.push_back(std::move(packet));
   start(slot, bytes, tail, [this, id] { deliver_batch(id); }, id);
@@ -176,9 +169,9 @@ void FlowNetwork::send_batched(Packet&& packet) {
 
 void FlowNetwork::deliver_batch(uint32_t id) {
   // Moved out first: a receiver may send, and a new batch may take this slot's storage.
-  std::vector<Packet> packets = std::move(batches_[id].packets);
-  batches_[id].packets.clear();
-  free_batches_.push_back(id);
+  std::vector<Packet> packets = std::move(batches_.at(id).packets);
+  batches_.at(id).packets.clear();
+  batches_.release(id);
   for (Packet& p : packets) {
     const int s = p.src;
     const int d = p.dst;
@@ -188,7 +181,7 @@ void FlowNetwork::deliver_batch(uint32_t id) {
     windows_.release(s, d, b, k);
   }
   packets.clear();
-  if (batches_[id].packets.capacity() == 0) batches_[id].packets = std::move(packets);  // keeps the storage
+  if (batches_.at(id).packets.capacity() == 0) batches_.at(id).packets = std::move(packets);  // keeps the storage
 }
 
 void FlowNetwork::wait_room(int src, int dst, PacketKind kind, RoomListener* listener) {

@@ -32,6 +32,7 @@
 #include "net/fabric_topology.h"
 #include "net/network.h"
 #include "net/send_windows.h"
+#include "sim/slab.h"
 
 namespace moehub {
 
@@ -239,8 +240,7 @@ class FlowNetwork final : public TransferNetwork {
     uint64_t bytes = 0;
     std::vector<Packet> packets;
   };
-  std::vector<Batch> batches_;
-  std::vector<uint32_t> free_batches_;
+  Slab<Batch> batches_;
   std::vector<Done> done_scratch_;  // kept between events: no allocation per completion
   uint64_t next_seq_ = 0;
   bool unsettled_ = false;

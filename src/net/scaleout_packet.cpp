@@ -111,17 +111,10 @@ void ScaleOutPackets::send(Packet&& packet) {
 void ScaleOutPackets::transfer(int src, int dst, uint64_t bytes, int priority, const StreamOptions& options,
                                Callback on_complete) {
   if (options.complete_on_ack && !cfg_.write_ack) throw std::logic_error("transfer: completion on acks needs net.write_ack");
-  uint32_t id = 0;
-  if (free_transfers_.empty()) {
-    id = static_cast<uint32_t>(transfers_.size());
-    transfers_.emplace_back();
-  } else {
-    id = free_transfers_.back();
-    free_transfers_.pop_back();
-  }
+  const uint32_t id = transfers_.acquire();
   const uint32_t mtu = cfg_.rdma_mtu_bytes;
   const uint32_t payload = options.packet_payload ? std::min(options.packet_payload, mtu) : mtu;
-  Transfer& t = transfers_[id];
+  Transfer& t = transfers_.at(id);
   t.bytes = bytes;
   t.done = 0;
   t.packet_payload = payload;
@@ -340,23 +333,23 @@ void ScaleOutPackets::resume_ingress(int gpu) {
 
 void ScaleOutPackets::on_delivered(const Packet& p) {
   const auto id = static_cast<uint32_t>(p.cookie);
-  if (!transfers_[id].complete_on_ack) progress(id, p.payload_bytes);
+  if (!transfers_.at(id).complete_on_ack) progress(id, p.payload_bytes);
 }
 
 void ScaleOutPackets::on_ack(const Packet& ack) {
   // An ack nobody awaits may come back after its transfer ended and its id was reused.
   if (!ack.ack_awaited) return;
   const auto id = static_cast<uint32_t>(ack.cookie);
-  const Transfer& t = transfers_[id];
+  const Transfer& t = transfers_.at(id);
   if (t.complete_on_ack) progress(id, std::min<uint64_t>(t.packet_payload, t.bytes - t.done));
 }
 
 void ScaleOutPackets::progress(uint32_t id, uint64_t bytes) {
-  Transfer& t = transfers_[id];
+  Transfer& t = transfers_.at(id);
   t.done += bytes;
   if (t.done < t.bytes) return;
   Callback done = std::move(t.on_complete);
-  free_transfers_.push_back(id);
+  transfers_.release(id);
   done();
 }
 

@@ -32,6 +32,7 @@
 #include "net/fabric_topology.h"
 #include "net/link_stats.h"
 #include "net/network.h"
+#include "sim/slab.h"
 #include "net/send_windows.h"
 #include "sim/per_gpu.h"
 
@@ -157,8 +158,7 @@ class ScaleOutPackets final : public PacketClient {
   std::vector<Link> links_;  // indexed as FabricTopology::links(); the message engines' stay idle
   PerGpu<Nic> nics_;
   PerPair<std::deque<WorkRequest>> qps_;
-  std::vector<Transfer> transfers_;
-  std::vector<uint32_t> free_transfers_;
+  Slab<Transfer> transfers_;
   PerGpu<PacketReceiver*> receivers_;
   PerGpu<std::deque<uint32_t>> refused_;  // request-class packets held for the receiver
   uint64_t injected_ = 0;
