@@ -119,14 +119,7 @@ void FlowNetwork::send(Packet&& packet) {
   const int priority = packet.priority;
   windows_.accept(src, dst, bytes, kind);
   if (packet.flow_batch && cfg_.flow_batch_bytes > 0 && bytes > 0 && src != dst) return send_batched(std::move(packet));
-  Callback delivered = [this, p = std::move(packet)]() mutable {
-    const int s = p.src;
-    const int d = p.dst;
-    const uint32_t b = p.payload_bytes;
-    const PacketKind k = p.kind;
-    deliver(std::move(p));
-    windows_.release(s, d, b, k);
-  };
+  Callback delivered = [this, p = std::move(packet)]() mutable { deliver_released(std::move(p)); };
   // A header-only message (a read request) has no payload to share the links' rates, but its
   // header still crosses the path: it arrives after that header's unloaded trip (its bytes are
   // not charged to the links' loads).
@@ -167,19 +160,23 @@ void FlowNetwork::send_batched(Packet&& packet) {
   start(slot, bytes, tail, [this, id] { deliver_batch(id); }, id);
 }
 
+// The receiver gets the message first, then its path's window frees its room (a sender waiting
+// for that room may send again).
+void FlowNetwork::deliver_released(Packet&& p) {
+  const int s = p.src;
+  const int d = p.dst;
+  const uint32_t b = p.payload_bytes;
+  const PacketKind k = p.kind;
+  deliver(std::move(p));
+  windows_.release(s, d, b, k);
+}
+
 void FlowNetwork::deliver_batch(uint32_t id) {
   // Moved out first: a receiver may send, and a new batch may take this slot's storage.
   std::vector<Packet> packets = std::move(batches_.at(id).packets);
   batches_.at(id).packets.clear();
   batches_.release(id);
-  for (Packet& p : packets) {
-    const int s = p.src;
-    const int d = p.dst;
-    const uint32_t b = p.payload_bytes;
-    const PacketKind k = p.kind;
-    deliver(std::move(p));
-    windows_.release(s, d, b, k);
-  }
+  for (Packet& p : packets) deliver_released(std::move(p));
   packets.clear();
   if (batches_.at(id).packets.capacity() == 0) batches_.at(id).packets = std::move(packets);  // keeps the storage
 }

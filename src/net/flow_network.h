@@ -152,6 +152,7 @@ class FlowNetwork final : public TransferNetwork {
   uint32_t class_of(int src, int dst, uint64_t bytes);
   void start(uint32_t slot, uint64_t bytes, Time tail, Callback on_complete, uint32_t batch);
   void send_batched(Packet&& packet);
+  void deliver_released(Packet&& p);
   void deliver_batch(uint32_t id);
   void route(FlowClass& c) const;
   // From the payload's departure to the last packet's arrival; with no payload, a header-only
