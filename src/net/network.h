@@ -55,6 +55,13 @@ class Network {
   virtual void set_receiver(int gpu, PacketReceiver* receiver) = 0;
   // The most payload one message may carry: a packet's, or 4 GiB where a message is a flow.
   virtual uint64_t message_limit() const = 0;
+  // The same for a message from `src` to `dst`, where a path's packets differ (at packet
+  // fidelity an RDMA MTU across nodes, an NVLink packet inside one).
+  virtual uint64_t message_limit_to(int src, int dst) const {
+    (void)src;
+    (void)dst;
+    return message_limit();
+  }
   // True if GPU `gpu` can send a message of `kind` with that payload now.
   virtual bool can_send(int gpu, uint32_t payload_bytes, PacketKind kind = PacketKind::Write) const = 0;
   // The same for a message to `dst`: a network whose room differs by path (the flow model's

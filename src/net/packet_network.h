@@ -38,6 +38,9 @@ class PacketNetwork final : public Network {
   // Queues the packet at packet.src's egress. Precondition: can_send (else std::logic_error).
   void send(Packet&& packet) override;
   uint64_t message_limit() const override { return cfg_.max_payload_bytes; }
+  uint64_t message_limit_to(int src, int dst) const override {
+    return crosses(src, dst) ? cfg_.rdma_mtu_bytes : cfg_.max_payload_bytes;
+  }
   // Room: the next time a packet leaves that GPU's request (response) FIFO.
   void request_room(int gpu, RoomListener* listener) override;
   void request_response_room(int gpu, RoomListener* listener) override;

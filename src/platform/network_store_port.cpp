@@ -22,7 +22,6 @@ NetworkStorePort::NetworkStorePort(Cluster& cluster, int gpu)
     : PacketClient(/*cookie_is_for_receiver=*/true),
       cluster_(cluster),
       gpu_(gpu),
-      max_message_(cluster.network().message_limit()),
       staging_(cluster.sim(), cluster.gpu_config().store_staging_bytes) {}
 
 bool NetworkStorePort::try_store(const gpu::StoreRequest& store, Callback retry) {
@@ -42,8 +41,9 @@ void NetworkStorePort::pump() {
   Network& net = cluster_.network();
   while (!staging_.empty()) {
     const StoreStaging::Staged& p = staging_.front();
-    // One message per packet, or the whole store where a message is a flow.
-    const uint32_t payload = static_cast<uint32_t>(std::min<uint64_t>(p.bytes - p.done, max_message_));
+    // One message per packet of its path (an NVLink packet, an RDMA MTU across nodes), or the
+    // whole store where a message is a flow.
+    const uint32_t payload = static_cast<uint32_t>(std::min<uint64_t>(p.bytes - p.done, net.message_limit_to(gpu_, p.dst)));
     if (!net.can_send_to(gpu_, p.dst, payload)) {
       if (!waiting_for_room_) {
         waiting_for_room_ = true;

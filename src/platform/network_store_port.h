@@ -1,6 +1,7 @@
 #pragma once
 // Carries a thread block's stores to peer memory onto the fabric as ordinary write messages
-// (packets of at most net.max_payload_bytes each, or one flow per store at flow fidelity),
+// (packets of at most net.max_payload_bytes each, an RDMA MTU across nodes, or one flow per
+// store at flow fidelity),
 // through the GPU's staging FIFO (StoreStaging): when it is full the store is refused and
 // retried once it fits, so a congested destination back-pressures the issuing thread blocks.
 // Stores to the GPU's own memory go straight to its receiver, without the fabric.
@@ -31,7 +32,6 @@ class NetworkStorePort final : public gpu::StorePort, public RoomListener, publi
 
   Cluster& cluster_;
   int gpu_;
-  uint64_t max_message_;
   StoreStaging staging_;
   bool waiting_for_room_ = false;
 };

@@ -182,7 +182,6 @@ class RemoteMemory::Port final : public gpu::LoadPort, public PacketReceiver, pu
   // Each message asks its own path's window (NVLink, or the NIC pair across nodes).
   void pump_once() {
     Network& net = owner_.cluster_.network();
-    const uint64_t max_payload = net.message_limit();  // a request asks for one message's worth
     for (;;) {
       const size_t path = responses_.oldest([&](const Pending& r) { return open(r.peer, r.bytes, PacketKind::ReadResponse); });
       if (path == SIZE_MAX) break;
@@ -204,7 +203,8 @@ class RemoteMemory::Port final : public gpu::LoadPort, public PacketReceiver, pu
       const size_t path = requests_.oldest([&](const Pending& q) { return open(q.peer, 0, PacketKind::ReadRequest); });
       if (path == SIZE_MAX) break;
       Pending& q = requests_.front(path);
-      const uint64_t ask = std::min<uint64_t>(q.bytes, max_payload);
+      // A request asks for one response message's worth on the way back.
+      const uint64_t ask = std::min<uint64_t>(q.bytes, net.message_limit_to(q.peer, gpu_));
       Packet p;
       p.src = gpu_;
       p.dst = q.peer;

@@ -247,6 +247,18 @@ TEST(ScaleOutPackets, ARefusingReceiverHoldsRequestsUntilItResumes) {
   EXPECT_TRUE(net.conservation_violations().empty());
 }
 
+// A message's payload is capped by its path's packet: an NVLink packet inside a node, an RDMA
+// MTU across nodes (a store across nodes is not cut into NVLink-sized RDMA messages).
+TEST(ScaleOutPackets, AMessageAcrossNodesMayCarryAnMtu) {
+  Simulator sim;
+  const NetConfig c = packet_cluster(4, 2);
+  PacketNetwork net(c, sim);
+  EXPECT_EQ(net.message_limit_to(0, 1), c.max_payload_bytes);  // GPUs 0 and 1 share node 0
+  EXPECT_EQ(net.message_limit_to(0, 2), c.rdma_mtu_bytes);
+  EXPECT_EQ(net.message_limit_to(3, 0), c.rdma_mtu_bytes);
+  EXPECT_GT(c.rdma_mtu_bytes, c.max_payload_bytes);
+}
+
 TEST(ScaleOutPackets, InsideANodePacketsStayOnNvlink) {
   Simulator sim;
   PacketNetwork net(packet_cluster(4, 2), sim);
