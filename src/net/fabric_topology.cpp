@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "sim/error.h"
+
 namespace moehub {
 
 FabricTopology::FabricTopology(const NetConfig& config) : cfg_(config) {
@@ -9,21 +11,25 @@ FabricTopology::FabricTopology(const NetConfig& config) : cfg_(config) {
   nodes_ = cfg_.gpus / rails_;
   leaf_down_ = leaf_downlinks(cfg_.fabric_switch_ports, cfg_.fabric_oversubscription);
   leaves_per_rail_ = (nodes_ + leaf_down_ - 1) / leaf_down_;
-  spines_ = leaf_uplinks(cfg_.fabric_switch_ports, cfg_.fabric_oversubscription);
+  spines_per_plane_ = leaf_uplinks(cfg_.fabric_switch_ports, cfg_.fabric_oversubscription);
+  planes_ = cfg_.fabric_planes == FabricPlanes::PerRail ? rails_ : 1;
   for (int g = 0; g < cfg_.gpus; ++g) {
     for (const Kind k : {Kind::PcieUp, Kind::PcieDown, Kind::NicTx, Kind::NicRx, Kind::NicMessages}) links_.push_back({k, g, 0});
   }
   for (int l = 0; l < leaves(); ++l) {
-    for (int s = 0; s < spines_; ++s) {
-      links_.push_back({Kind::LeafToSpine, l, s});
-      links_.push_back({Kind::SpineToLeaf, l, s});
+    // Its uplinks, in the order of the spines it reaches (spine ids count plane by plane).
+    const int first = planes_ == 1 ? 0 : l / leaves_per_rail_ * spines_per_plane_;
+    for (int s = 0; s < spines_per_plane_; ++s) {
+      links_.push_back({Kind::LeafToSpine, l, first + s});
+      links_.push_back({Kind::SpineToLeaf, l, first + s});
     }
   }
 }
 
 uint32_t FabricTopology::spine_link(Kind kind, int leaf, int spine) const {
   const uint32_t base = static_cast<uint32_t>(cfg_.gpus) * 5;
-  return base + (static_cast<uint32_t>(leaf) * static_cast<uint32_t>(spines_) + static_cast<uint32_t>(spine)) * 2 +
+  const uint32_t uplink = static_cast<uint32_t>(spine % spines_per_plane_);
+  return base + (static_cast<uint32_t>(leaf) * static_cast<uint32_t>(spines_per_plane_) + uplink) * 2 +
          (kind == Kind::SpineToLeaf ? 1u : 0u);
 }
 
@@ -34,10 +40,18 @@ int FabricTopology::spine_for(int src, int dst) const {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   x ^= x >> 31;
-  return static_cast<int>(x % static_cast<uint64_t>(spines_));
+  const int plane = planes_ == 1 ? 0 : rail_of(src);
+  return plane * spines_per_plane_ + static_cast<int>(x % static_cast<uint64_t>(spines_per_plane_));
 }
 
 FabricTopology::Route FabricTopology::route(int src, int dst) const {
+  if (planes_ > 1 && rail_of(src) != rail_of(dst)) {
+    throw UserError("net.fabric_planes",
+                    fmt::format("gpu{} (plane {}) -> gpu{} (plane {}) on another node: planes share no switch; the "
+                                "system must forward it over NVLink to the destination's plane first (NCCL with "
+                                "net.nccl_pxn, DeepEP's normal kernels, hub.internode.route = \"rail\")",
+                                src, rail_of(src), dst, rail_of(dst)));
+  }
   Route r;
   r.links = {gpu_link(Kind::NicMessages, src), gpu_link(Kind::PcieUp, src), gpu_link(Kind::NicTx, src)};
   const int from = leaf_of(src);

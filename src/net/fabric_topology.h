@@ -2,7 +2,9 @@
 // The scale-out fabric: nodes of `gpus_per_node` GPUs on one NVSwitch domain, each GPU with
 // its own NIC behind a PCIe link, the NICs in a rail-optimised two-tier fat tree (one leaf
 // group per rail: NIC r of every node goes to a leaf of rail r; every leaf has one uplink to
-// every spine). A transfer between nodes crosses GPU -> PCIe -> NIC -> leaf (-> spine -> leaf)
+// every spine, or with `net.fabric_planes = "per-rail"` to every spine of its rail's own plane,
+// DeepSeek-V3's multi-plane fat tree, where a transfer between rails of different nodes has no
+// path: route() refuses it, and the software must first forward it over NVLink). A transfer between nodes crosses GPU -> PCIe -> NIC -> leaf (-> spine -> leaf)
 // -> NIC -> PCIe -> GPU; transfers inside a node stay on NVLink (not part of this class).
 // The layout is pure arithmetic: no state beyond the configuration.
 
@@ -36,13 +38,14 @@ class FabricTopology {
   int nodes() const { return nodes_; }
   int rails() const { return rails_; }
   int leaves() const { return rails_ * leaves_per_rail_; }
-  int spines() const { return spines_; }
+  int spines() const { return spines_per_plane_ * planes_; }
+  int planes() const { return planes_; }
   int node_of(int gpu) const { return gpu / rails_; }
   int rail_of(int gpu) const { return gpu % rails_; }
   int leaf_of(int gpu) const { return rail_of(gpu) * leaves_per_rail_ + node_of(gpu) / leaf_down_; }
   bool same_node(int a, int b) const { return node_of(a) == node_of(b); }
-  // The spine ECMP picks for a flow src -> dst (a fixed hash of the pair: one path per pair,
-  // as a hash of an RDMA connection's header fields gives).
+  // The spine ECMP picks for a flow src -> dst among those its leaf reaches (a fixed hash of
+  // the pair: one path per pair, as a hash of an RDMA connection's header fields gives).
   int spine_for(int src, int dst) const;
 
   const std::vector<Link>& links() const { return links_; }
@@ -50,7 +53,7 @@ class FabricTopology {
   double capacity(uint32_t link) const;
   std::string name_from(uint32_t link) const;
   std::string name_to(uint32_t link) const;
-  // Precondition: !same_node(src, dst).
+  // Precondition: !same_node(src, dst). Throws UserError for a transfer between planes.
   Route route(int src, int dst) const;
 
   // Leaf ports toward NICs and toward spines for a radix and an oversubscription (down:up).
@@ -62,7 +65,9 @@ class FabricTopology {
   uint32_t spine_link(Kind kind, int leaf, int spine) const;
 
   NetConfig cfg_;
-  int nodes_ = 0, rails_ = 0, leaf_down_ = 0, leaves_per_rail_ = 0, spines_ = 0;
+  int nodes_ = 0, rails_ = 0, leaf_down_ = 0, leaves_per_rail_ = 0;
+  int spines_per_plane_ = 0;  // the spines one leaf reaches (one uplink each)
+  int planes_ = 1;            // 1: shared spines; rails: one plane per rail
   std::vector<Link> links_;
 };
 

@@ -50,6 +50,11 @@ void declare_fabric(ParamTable<NetConfig>& t) {
       .at_least(1)
       .at_most(64)
       .in_unit("ratio");
+  t.choice("net.fabric_planes", &NetConfig::fabric_planes,
+           std::vector<std::pair<std::string, FabricPlanes>>{{"shared", FabricPlanes::Shared},
+                                                             {"per-rail", FabricPlanes::PerRail}},
+           "shared: every leaf has a link to every spine; per-rail: each rail is its own two-tier fat tree "
+           "(a plane), so a transfer between rails on different nodes has no path and is refused");
   t.bandwidth("net.fabric_link_bandwidth", &NetConfig::fabric_link_bandwidth, "One leaf-spine link's bandwidth per direction")
       .positive();
   t.time("net.fabric_cable_latency", &NetConfig::fabric_cable_latency, "One cable's latency (NIC-leaf, leaf-spine)");
@@ -225,11 +230,16 @@ void NetConfig::validate_fabric() const {
                                                                radix, fabric_oversubscription));
   }
   const int down = radix / (fabric_oversubscription + 1) * fabric_oversubscription;
-  const int64_t leaves = static_cast<int64_t>(gpus_per_node) * ((nodes + down - 1) / down);
+  // A spine has a port for every leaf it reaches: all leaves, or its own plane's.
+  const int64_t per_rail = (nodes + down - 1) / down;
+  const bool planes = fabric_planes == FabricPlanes::PerRail;
+  const int64_t leaves = planes ? per_rail : static_cast<int64_t>(gpus_per_node) * per_rail;
   if (leaves > radix) {
-    throw UserError("net.fabric_switch_ports", fmt::format("{} nodes need {} leaves ({} rails, {} NICs per leaf), each with a "
-                                                           "port on every spine, which has {}",
-                                                           nodes, leaves, gpus_per_node, down, radix));
+    throw UserError("net.fabric_switch_ports",
+                    fmt::format("{} nodes need {} leaves{} ({} rails, {} NICs per leaf), each with a port on every spine{}, "
+                                "which has {}",
+                                nodes, leaves, planes ? " per plane" : "", gpus_per_node, down,
+                                planes ? " of its plane" : "", radix));
   }
   if (rdma_mtu_bytes == 0) throw UserError("net.rdma_mtu_bytes", "must be greater than 0");
 }

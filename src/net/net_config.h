@@ -12,6 +12,9 @@
 namespace moehub {
 
 enum class NetFidelity { Packet, Flow };
+// How the fat tree's spines join the rails: every leaf reaches every spine, or each rail is a
+// two-tier fat tree of its own (DeepSeek-V3's multi-plane fat tree).
+enum class FabricPlanes { Shared, PerRail };
 
 struct NetConfig {
   int gpus = 8;
@@ -52,6 +55,7 @@ struct NetConfig {
   uint32_t rdma_header_bytes = 26;  // per fabric packet on the wire
   int fabric_switch_ports = 64;     // radix of a leaf or spine switch
   int fabric_oversubscription = 1;  // a leaf's NIC-facing ports per spine-facing port
+  FabricPlanes fabric_planes = FabricPlanes::Shared;
   Bandwidth fabric_link_bandwidth;  // one leaf-spine link, per direction
   Time fabric_cable_latency;        // one cable, NIC-leaf or leaf-spine
   Time fabric_switch_latency;       // one fabric switch traversal

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "net/collectives.h"
+
 namespace moehub {
 
 RingAllGather::RingAllGather(Cluster& cluster, uint64_t block_bytes, std::function<void(int)> on_rank)
@@ -27,12 +29,22 @@ void RingAllGather::try_send(int r) {
   while (joined_[r] && sent_[r] < n_ - 1 && sent_[r] <= received_[r]) {
     ++sent_[r];
     const int next = (r + 1) % n_;
-    cluster_.network().transfer(r, next, block_bytes_, 0, [this, r, next] {
+    auto landed = [this, r, next] {
       ++sends_landed_[r];
       ++received_[next];
       try_send(next);
       maybe_rank_done(r);
       maybe_rank_done(next);
+    };
+    // Across nodes NCCL's ring enters and leaves a node through the same rail's NIC; with PXN
+    // the block first crosses NVLink to the sender node's GPU on the receiver's rail.
+    const int relay = nccl_pxn_relay(cluster_.network().config(), cluster_.nccl(), r, next);
+    if (relay == r) {
+      cluster_.network().transfer(r, next, block_bytes_, 0, std::move(landed));
+      continue;
+    }
+    cluster_.network().transfer(r, relay, block_bytes_, 0, [this, relay, next, landed = std::move(landed)]() mutable {
+      cluster_.network().transfer(relay, next, block_bytes_, 0, std::move(landed));
     });
   }
 }

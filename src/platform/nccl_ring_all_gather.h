@@ -7,7 +7,8 @@
 //
 // RingAllGather: one block per rank; in step i rank r forwards block r - i to rank r + 1, once
 // it has joined and holds that block; small blocks land in the receiver's FIFO before its
-// kernel runs (initial credits), so only forwarding waits for the receiver's join.
+// kernel runs (initial credits), so only forwarding waits for the receiver's join. Across nodes
+// a hop takes NCCL's PXN relay (net/collectives.h nccl_pxn_relay) when PXN is on.
 //
 // A rank joins from its NCCL kernel (`nccl_kernel`, platform/nccl_group_call.h): the kernel
 // joins when it is placed and spins on its done flag until the rank's part is done.

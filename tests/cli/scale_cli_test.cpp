@@ -86,6 +86,31 @@ TEST(CliScale, RefusesWhatTheFabricCannotRunBeforeSimulating) {
                    "net.fabric_switch_ports: 257 nodes need 72 leaves");
 }
 
+// DeepSeek-V3's multi-plane fat tree (h800-mpft): systems whose cross-node traffic stays on its
+// rail (NCCL with PXN, DeepEP's normal kernels, MoE-Hub's rail route) run as on h800-cluster's
+// shared spines, to the picosecond; a system that sends across planes stops with one line.
+TEST(CliScale, MultiPlaneFabricRunsRailLocalSystemsAndRefusesCrossPlaneTraffic) {
+  const std::string systems = "ideal,megatron-te,tutel,deepep,moehub";
+  const std::vector<std::string> rail = {"--set", "hub.internode.route=rail"};
+  std::vector<std::string> mpft = {"run", "--hardware", "h800-mpft"}, shared = {"run", "--hardware", "h800-cluster"};
+  mpft.insert(mpft.end(), rail.begin(), rail.end());
+  shared.insert(shared.end(), rail.begin(), rail.end());
+  const auto a = small_run(mpft, systems);
+  const auto b = small_run(shared, systems);
+  ASSERT_TRUE(a.contains("results") && b.contains("results"));
+  EXPECT_EQ(a["config"]["net"]["fabric_planes"], "per-rail");
+  ASSERT_EQ(a["results"].size(), 5u);
+  for (size_t i = 0; i < a["results"].size(); ++i) {
+    EXPECT_EQ(a["results"][i]["layer_us"], b["results"][i]["layer_us"]) << a["results"][i]["system"];
+  }
+  const Result r = moehub({"run", "--hardware", "h800-mpft", "--config", "verify", "--set", "run.functional=false",
+                           "--model", "olmoe", "--systems", "comet"});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(lines(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("moehub: error: net.fabric_planes: gpu"), std::string::npos) << r.err;
+}
+
 // DeepEP's low-latency kernels (docs/systems/deepep.md "Low-latency kernels"): rows reach their
 // experts and come back on two nodes (IBGDA puts between them), and what the kernels cannot
 // take is refused with the parameter that limits it.

@@ -124,6 +124,45 @@ TEST(Fabric, RailPlacementAndEcmpOnAKnownCase) {
   EXPECT_EQ(used.size(), 4u);
 }
 
+// DeepSeek-V3's multi-plane fat tree: the same 20 GPUs, but each rail has its own 4 spines.
+TEST(Fabric, PerRailPlanesGiveEachRailItsOwnSpinesAndRefuseCrossPlaneRoutes) {
+  NetConfig c = test::cluster_like(20, 2);
+  c.fabric_planes = FabricPlanes::PerRail;
+  const FabricTopology t(c);
+  EXPECT_EQ(t.planes(), 2);
+  EXPECT_EQ(t.spines(), 8);  // 4 per plane
+  EXPECT_EQ(t.leaves(), 6);
+  // Rail 0 (plane 0) keeps the shared tree's hash over its 4 spines: (0, 4) hashes like (0, 3)
+  // on a 4-spine tree would; rail 1's pairs land on spines 4-7.
+  const FabricTopology shared(test::cluster_like(20, 2));
+  for (int d = 2; d < 20; d += 2) EXPECT_EQ(t.spine_for(0, d), shared.spine_for(0, d)) << d;
+  std::set<int> rail1;
+  for (int d = 3; d < 20; d += 2) rail1.insert(t.spine_for(1, d));
+  for (const int s : rail1) {
+    EXPECT_GE(s, 4);
+    EXPECT_LT(s, 8);
+  }
+  // Rail 1, node 0 (leaf 3) to node 9 (leaf 5): over its plane's spine, named by its global id.
+  const FabricTopology::Route far = t.route(1, 19);
+  ASSERT_EQ(far.links.size(), 7u);
+  const auto& up = t.links()[far.links[3]];
+  EXPECT_EQ(up.kind, FabricTopology::Kind::LeafToSpine);
+  EXPECT_EQ(up.a, 3);
+  EXPECT_EQ(up.b, t.spine_for(1, 19));
+  EXPECT_EQ(t.links()[far.links[4]].b, up.b);
+  // Same-plane routes take links of the same capacity as the shared tree's.
+  EXPECT_EQ(t.capacity(far.links[3]), shared.capacity(shared.route(1, 19).links[3]));
+  // Rail 0 to rail 1 on another node: no switch joins the planes.
+  try {
+    (void)t.route(0, 3);
+    ADD_FAILURE() << "a cross-plane route was accepted";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.where(), "net.fabric_planes");
+  }
+  // Inside a node nothing crosses the fabric, and same-rail pairs route as before.
+  EXPECT_EQ(t.route(0, 2).links.size(), 5u);
+}
+
 TEST(Fabric, IncastOnALeafSharesTheReceiverNic) {
   Simulator sim;
   // Three senders on rail 0 of nodes 1-3 to GPU 0 (rail 0 of node 0): all on one leaf, the
@@ -222,6 +261,15 @@ TEST(Fabric, RefusesWhatItCannotBuild) {
   EXPECT_EQ(where(test::cluster_like(7, 2)), "run.gpus");  // not whole nodes
   // 8-port leaves hold 4 NICs: 2 rails x 9 leaves = 18 leaves, but a spine has 8 ports.
   EXPECT_EQ(where(test::cluster_like(2 * 33, 2)), "net.fabric_switch_ports");
+  // With a plane per rail a spine serves only its rail's 9 leaves: still more than 8 ports; 8
+  // leaves per rail (32 nodes) fit, where shared spines would need 16 ports.
+  NetConfig planes = test::cluster_like(2 * 33, 2);
+  planes.fabric_planes = FabricPlanes::PerRail;
+  EXPECT_EQ(where(planes), "net.fabric_switch_ports");
+  planes = test::cluster_like(2 * 32, 2);
+  EXPECT_EQ(where(planes), "net.fabric_switch_ports");
+  planes.fabric_planes = FabricPlanes::PerRail;
+  EXPECT_EQ(where(planes), "accepted");
   NetConfig big = test::cluster_like(80, 40);  // 40 GPUs x 2 links per plane > 64 NVSwitch ports
   EXPECT_EQ(where(big), "net.gpus_per_node");
   EXPECT_EQ(where(test::cluster_like(8, 2, 2)), "net.fabric_oversubscription");  // 8 ports not in 3 parts

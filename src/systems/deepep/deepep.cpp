@@ -408,6 +408,7 @@ class DeepEpSystem final : public MoeSystem {
       // This rank's token count for the peer and its counts for each of the peer's experts.
       nc.count_bytes_to_peer.push_back((1 + static_cast<uint64_t>(w.placement().local_experts(peer).size())) * kIntBytes);
     }
+    if (inter_) internode_notify(g, nc);
     nc.barriers_after_counts = 1;
     nc.local_bytes = n * (n + el_max) * kIntBytes;  // read every rank's counts, prefix sums
     nc.clean_bytes = static_cast<uint64_t>(plan_.channels) * n * 4 * kIntBytes;  // head, tail, start, end per queue
@@ -419,6 +420,34 @@ class DeepEpSystem final : public MoeSystem {
                c_->sim().schedule_in(p_.mapped_write_latency, [this, g] { counter_visible(g); });
              }));
     c.host(g).call([this, g] { host_reaches_spin(g); });
+  }
+
+  // Across nodes DeepEP's NVSHMEM world holds only the GPUs of one local index (normal mode), so
+  // notify_dispatch syncs with the same-rail GPUs (nvshmem_sync_all) and its node's GPUs
+  // (barrier_block), RDMA-puts the counts for a node to its same-rail GPU, then writes each node
+  // peer its counts over NVLink (2be0d4f8 csrc/kernels/internode.cu:130-217).
+  std::vector<int> internode_barrier_peers(int g) const {
+    const int per = c_->network().config().gpus_per_node;
+    std::vector<int> peers;
+    for (int p = 0; p < c_->gpus(); ++p) {
+      if (p != g && (p / per == g / per || p % per == g % per)) peers.push_back(p);
+    }
+    return peers;
+  }
+  void internode_notify(int g, NotifyConfig& nc) const {
+    const int per = c_->network().config().gpus_per_node;
+    const uint64_t nodes = static_cast<uint64_t>(c_->gpus() / per);
+    const uint64_t node_experts = static_cast<uint64_t>(c_->workload().model().experts()) / nodes;
+    nc.barrier_peers = internode_barrier_peers(g);
+    for (int p = 0; p < c_->gpus(); ++p) {
+      uint64_t bytes = 0;
+      if (p / per == g / per) {
+        bytes = (nodes + node_experts / static_cast<uint64_t>(per)) * kIntBytes;  // per RDMA rank, per NVL expert
+      } else if (p % per == g % per) {
+        bytes = (static_cast<uint64_t>(per) + node_experts + 1) * kIntBytes;  // per NVL rank, node expert, RDMA rank
+      }
+      nc.count_bytes_to_peer.at(p) = bytes;
+    }
   }
 
   uint64_t max_local_experts() const {
@@ -528,6 +557,7 @@ class DeepEpSystem final : public MoeSystem {
     nc.final_barriers = 1;
     nc.extra_blocks = static_cast<uint32_t>(plan_.channels);  // head fix-up per channel
     nc.extra_block_bytes = n * 2 * kIntBytes;
+    if (inter_) nc.barrier_peers = internode_barrier_peers(g);
     c.launch(g, comm, Activity::Communication, deepep_notify_kernel(c, g, nc, combine_barrier_, nullptr));
     auto cid = std::make_shared<gpu::KernelId>();
     gpu::KernelSpec comb = inter_ ? inter_->combine(g) : combine_->kernel.kernel(g);

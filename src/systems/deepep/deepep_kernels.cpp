@@ -166,21 +166,28 @@ gpu::KernelSpec deepep_notify_kernel(Cluster& cluster, int g, const NotifyConfig
                                      const PerGpu<gpu::SignalId>& barrier_signal, std::function<void()> tell_host) {
   const int n = cluster.gpus();
   std::vector<gpu::Step> steps;
+  std::vector<int> peers = cfg.barrier_peers;
+  if (peers.empty()) {
+    for (int p = 0; p < n; ++p) {
+      if (p != g) peers.push_back(p);
+    }
+  }
   int rounds = 0;
   auto barrier = [&] {
     ++rounds;
-    for (int p = 0; p < n; ++p) {
-      if (p == g) continue;
+    for (const int p : peers) {
       steps.push_back(gpu::Step::store(static_cast<uint32_t>(p), kBarrierStoreBytes,
                                        Cluster::signal_tag(barrier_signal.at(p))));
     }
     steps.push_back(gpu::Step::wait(barrier_signal.at(g),
-                                    rounds * (n - 1) * static_cast<int64_t>(kBarrierStoreBytes), gpu::WaitMode::Poll));
+                                    rounds * static_cast<int64_t>(peers.size() * kBarrierStoreBytes), gpu::WaitMode::Poll));
   };
   for (int i = 0; i < cfg.barriers_before_counts; ++i) barrier();
   for (int p = 0; p < n && !cfg.count_bytes_to_peer.empty(); ++p) {
-    if (p == g) continue;  // its own counts are a local write
-    steps.push_back(gpu::Step::store(static_cast<uint32_t>(p), cfg.count_bytes_to_peer.at(p), 0));
+    // Its own counts are a local write.
+    if (p != g && cfg.count_bytes_to_peer.at(p) > 0) {
+      steps.push_back(gpu::Step::store(static_cast<uint32_t>(p), cfg.count_bytes_to_peer.at(p), 0));
+    }
   }
   for (int i = 0; i < cfg.barriers_after_counts; ++i) barrier();
   if (cfg.local_bytes) steps.push_back(gpu::Step::memory(cfg.local_bytes));

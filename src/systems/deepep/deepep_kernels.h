@@ -94,7 +94,9 @@ struct NotifyConfig {
   std::string name;
   uint32_t threads = 128;
   int barriers_before_counts = 1;              // barriers before the count stores
-  PerGpu<uint64_t> count_bytes_to_peer;       // per peer (empty: no count stores)
+  // The GPUs a barrier stores into and waits on (empty: every other GPU).
+  std::vector<int> barrier_peers;
+  PerGpu<uint64_t> count_bytes_to_peer;       // per peer, 0: none (empty: no count stores)
   int barriers_after_counts = 1;               // barriers after them, before the host is told
   uint64_t local_bytes = 0;                    // CTA 0's local work (prefix sums) before telling the host
   uint64_t clean_bytes = 0;                    // CTA 0's queue cleaning after telling the host
