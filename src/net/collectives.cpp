@@ -51,7 +51,7 @@ int nccl_pxn_relay(const NetConfig& net, const NcclConfig& cfg, int src, int dst
   if (!cfg.pxn || !net.scale_out()) return src;
   const int per_node = net.gpus_per_node;
   if (src / per_node == dst / per_node) return src;
-  // Rail r is the GPU with local index r on every node (FabricTopology::rail_of).
+  // The GPU with dst's local index shares dst's rail (FabricTopology::rail_of: local % rails).
   return src / per_node * per_node + dst % per_node;
 }
 

@@ -7,10 +7,12 @@
 namespace moehub {
 
 FabricTopology::FabricTopology(const NetConfig& config) : cfg_(config) {
-  rails_ = cfg_.gpus_per_node;
-  nodes_ = cfg_.gpus / rails_;
+  per_node_ = cfg_.gpus_per_node;
+  rails_ = cfg_.rails();
+  nodes_ = cfg_.gpus / per_node_;
   leaf_down_ = leaf_downlinks(cfg_.fabric_switch_ports, cfg_.fabric_oversubscription);
-  leaves_per_rail_ = (nodes_ + leaf_down_ - 1) / leaf_down_;
+  const int nics_per_rail = nodes_ * (per_node_ / rails_);
+  leaves_per_rail_ = (nics_per_rail + leaf_down_ - 1) / leaf_down_;
   spines_per_plane_ = leaf_uplinks(cfg_.fabric_switch_ports, cfg_.fabric_oversubscription);
   planes_ = cfg_.fabric_planes == FabricPlanes::PerRail ? rails_ : 1;
   for (int g = 0; g < cfg_.gpus; ++g) {

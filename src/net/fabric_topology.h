@@ -1,7 +1,8 @@
 #pragma once
 // The scale-out fabric: nodes of `gpus_per_node` GPUs on one NVSwitch domain, each GPU with
 // its own NIC behind a PCIe link, the NICs in a rail-optimised two-tier fat tree (one leaf
-// group per rail: NIC r of every node goes to a leaf of rail r; every leaf has one uplink to
+// group per rail: the NIC of local GPU i of every node goes to a leaf of rail i % rails (rails
+// = GPUs per node unless `net.fabric_rails` says fewer); every leaf has one uplink to
 // every spine, or with `net.fabric_planes = "per-rail"` to every spine of its rail's own plane,
 // DeepSeek-V3's multi-plane fat tree, where a transfer between rails of different nodes has no
 // path: route() refuses it, and the software must first forward it over NVLink). A transfer between nodes crosses GPU -> PCIe -> NIC -> leaf (-> spine -> leaf)
@@ -40,9 +41,13 @@ class FabricTopology {
   int leaves() const { return rails_ * leaves_per_rail_; }
   int spines() const { return spines_per_plane_ * planes_; }
   int planes() const { return planes_; }
-  int node_of(int gpu) const { return gpu / rails_; }
-  int rail_of(int gpu) const { return gpu % rails_; }
-  int leaf_of(int gpu) const { return rail_of(gpu) * leaves_per_rail_ + node_of(gpu) / leaf_down_; }
+  int node_of(int gpu) const { return gpu / per_node_; }
+  int rail_of(int gpu) const { return gpu % per_node_ % rails_; }
+  // A rail's NICs in node order, then local index order within a node (one per GPU of the rail).
+  int leaf_of(int gpu) const {
+    const int nic = node_of(gpu) * (per_node_ / rails_) + gpu % per_node_ / rails_;
+    return rail_of(gpu) * leaves_per_rail_ + nic / leaf_down_;
+  }
   bool same_node(int a, int b) const { return node_of(a) == node_of(b); }
   // The spine ECMP picks for a flow src -> dst among those its leaf reaches (a fixed hash of
   // the pair: one path per pair, as a hash of an RDMA connection's header fields gives).
@@ -65,7 +70,7 @@ class FabricTopology {
   uint32_t spine_link(Kind kind, int leaf, int spine) const;
 
   NetConfig cfg_;
-  int nodes_ = 0, rails_ = 0, leaf_down_ = 0, leaves_per_rail_ = 0;
+  int nodes_ = 0, per_node_ = 0, rails_ = 0, leaf_down_ = 0, leaves_per_rail_ = 0;
   int spines_per_plane_ = 0;  // the spines one leaf reaches (one uplink each)
   int planes_ = 1;            // 1: shared spines; rails: one plane per rail
   std::vector<Link> links_;

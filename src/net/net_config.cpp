@@ -55,6 +55,12 @@ void declare_fabric(ParamTable<NetConfig>& t) {
                                                              {"per-rail", FabricPlanes::PerRail}},
            "shared: every leaf has a link to every spine; per-rail: each rail is its own two-tier fat tree "
            "(a plane), so a transfer between rails on different nodes has no path and is refused");
+  t.integer("net.fabric_rails", &NetConfig::fabric_rails,
+            "Rails of the fat tree: the NIC of a node's GPU with local index i is on rail i % rails, each rail its own "
+            "leaves; 0: one rail per GPU of a node (net.gpus_per_node)")
+      .at_least(0)
+      .at_most(4096)
+      .in_unit("rails");
   t.bandwidth("net.fabric_link_bandwidth", &NetConfig::fabric_link_bandwidth, "One leaf-spine link's bandwidth per direction")
       .positive();
   t.time("net.fabric_cable_latency", &NetConfig::fabric_cable_latency, "One cable's latency (NIC-leaf, leaf-spine)");
@@ -231,15 +237,20 @@ void NetConfig::validate_fabric() const {
   }
   const int down = radix / (fabric_oversubscription + 1) * fabric_oversubscription;
   // A spine has a port for every leaf it reaches: all leaves, or its own plane's.
-  const int64_t per_rail = (nodes + down - 1) / down;
+  if (gpus_per_node % rails() != 0) {
+    throw UserError("net.fabric_rails",
+                    fmt::format("{} rails do not divide the {} GPUs of a node (net.gpus_per_node)", rails(), gpus_per_node));
+  }
+  const int64_t nics_per_rail = static_cast<int64_t>(nodes) * (gpus_per_node / rails());
+  const int64_t per_rail = (nics_per_rail + down - 1) / down;
   const bool planes = fabric_planes == FabricPlanes::PerRail;
-  const int64_t leaves = planes ? per_rail : static_cast<int64_t>(gpus_per_node) * per_rail;
+  const int64_t leaves = planes ? per_rail : static_cast<int64_t>(rails()) * per_rail;
   if (leaves > radix) {
     throw UserError("net.fabric_switch_ports",
                     fmt::format("{} nodes need {} leaves{} ({} rails, {} NICs per leaf), each with a port on every spine{}, "
                                 "which has {}",
-                                nodes, leaves, planes ? " per plane" : "", gpus_per_node, down,
-                                planes ? " of its plane" : "", radix));
+                                nodes, leaves, planes ? " per plane" : "", rails(), down, planes ? " of its plane" : "",
+                                radix));
   }
   if (rdma_mtu_bytes == 0) throw UserError("net.rdma_mtu_bytes", "must be greater than 0");
 }

@@ -56,6 +56,7 @@ struct NetConfig {
   int fabric_switch_ports = 64;     // radix of a leaf or spine switch
   int fabric_oversubscription = 1;  // a leaf's NIC-facing ports per spine-facing port
   FabricPlanes fabric_planes = FabricPlanes::Shared;
+  int fabric_rails = 0;  // rails (leaf groups): a GPU's NIC is on rail local index % rails; 0: gpus_per_node
   Bandwidth fabric_link_bandwidth;  // one leaf-spine link, per direction
   Time fabric_cable_latency;        // one cable, NIC-leaf or leaf-spine
   Time fabric_switch_latency;       // one fabric switch traversal
@@ -79,6 +80,7 @@ struct NetConfig {
     return (payload_bytes + max_payload_bytes - 1) / max_payload_bytes;
   }
   bool scale_out() const { return gpus_per_node > 0 && gpus > gpus_per_node; }
+  int rails() const { return fabric_rails > 0 ? fabric_rails : gpus_per_node; }
   // Fabric wire bytes of a payload cut into MTU packets, and their count.
   uint64_t rdma_packets(uint64_t payload_bytes) const { return (payload_bytes + rdma_mtu_bytes - 1) / rdma_mtu_bytes; }
   uint64_t rdma_wire_bytes(uint64_t payload_bytes) const { return payload_bytes + rdma_packets(payload_bytes) * rdma_header_bytes; }

@@ -111,6 +111,24 @@ TEST(CliScale, MultiPlaneFabricRunsRailLocalSystemsAndRefusesCrossPlaneTraffic) 
   EXPECT_NE(r.err.find("moehub: error: net.fabric_planes: gpu"), std::string::npos) << r.err;
 }
 
+// Racks of NVL72-class domains over NICs: two racks of 72 GPUs (DeepSeek-V3's 256 experts plus
+// 32 redundant ones, two per GPU), four rails of 36 NICs.
+TEST(CliScale, Nvl72RacksRunOverTheFabric) {
+  const Result r = moehub({"run", "--hardware", "gb200-nvl72-cluster", "--model", "deepseek-v3", "--tokens", "1152", "--set",
+                           "workload.redundant_experts=32", "--systems", "ideal,megatron-te", "--format", "json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["config"]["run"]["gpus"], 144);
+  EXPECT_EQ(j["config"]["net"]["fabric_rails"], 4);
+  const auto& net = j["results"][1]["network"];
+  EXPECT_EQ(net["nodes"], 2);
+  EXPECT_GT(net["rdma_payload_bytes"].get<uint64_t>(), 0u);
+  // 4 rails x 2 leaves (36 NICs over 32-NIC leaves), 32 spines: 256 leaf-spine links each way.
+  int spine_links = 0;
+  for (const auto& l : net["links"]) spine_links += l["to"].get<std::string>().rfind("spine", 0) == 0;
+  EXPECT_EQ(spine_links, 256);
+}
+
 // DeepEP's low-latency kernels (docs/systems/deepep.md "Low-latency kernels"): rows reach their
 // experts and come back on two nodes (IBGDA puts between them), and what the kernels cannot
 // take is refused with the parameter that limits it.

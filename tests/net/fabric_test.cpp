@@ -163,6 +163,31 @@ TEST(Fabric, PerRailPlanesGiveEachRailItsOwnSpinesAndRefuseCrossPlaneRoutes) {
   EXPECT_EQ(t.route(0, 2).links.size(), 5u);
 }
 
+// Fewer rails than GPUs per node (NVL72 racks: a rail per GPU position in a 4-GPU tray): 2
+// nodes of 4 GPUs on 2 rails; each rail has 2 NICs per node, 4 in all, one 8-port leaf's worth.
+TEST(Fabric, FewerRailsThanGpusPerNodeShareARailsLeaf) {
+  NetConfig c = test::cluster_like(8, 4);
+  c.fabric_rails = 2;
+  const FabricTopology t(c);
+  EXPECT_EQ(t.rails(), 2);
+  EXPECT_EQ(t.leaves(), 2);
+  EXPECT_EQ(t.rail_of(2), 0);  // local index 2 % 2
+  EXPECT_EQ(t.rail_of(7), 1);
+  EXPECT_EQ(t.leaf_of(0), 0);
+  EXPECT_EQ(t.leaf_of(6), 0);  // node 1, local 2: rail 0's fourth NIC
+  EXPECT_EQ(t.leaf_of(5), 1);
+  // Same rail across nodes: one leaf, no spine; another rail: over a spine.
+  EXPECT_EQ(t.route(0, 6).switches, 1);
+  EXPECT_EQ(t.route(0, 5).switches, 3);
+  // 8-port leaves hold 4 NICs: 3 nodes of 4 put 6 NICs on a rail, 2 leaves each.
+  NetConfig three = test::cluster_like(12, 4);
+  three.fabric_rails = 2;
+  const FabricTopology u(three);
+  EXPECT_EQ(u.leaves(), 4);
+  EXPECT_EQ(u.leaf_of(8), 1);   // node 2, local 0: rail 0's fifth NIC
+  EXPECT_EQ(u.leaf_of(11), 3);  // node 2, local 3: rail 1's sixth NIC
+}
+
 TEST(Fabric, IncastOnALeafSharesTheReceiverNic) {
   Simulator sim;
   // Three senders on rail 0 of nodes 1-3 to GPU 0 (rail 0 of node 0): all on one leaf, the
@@ -273,6 +298,9 @@ TEST(Fabric, RefusesWhatItCannotBuild) {
   NetConfig big = test::cluster_like(80, 40);  // 40 GPUs x 2 links per plane > 64 NVSwitch ports
   EXPECT_EQ(where(big), "net.gpus_per_node");
   EXPECT_EQ(where(test::cluster_like(8, 2, 2)), "net.fabric_oversubscription");  // 8 ports not in 3 parts
+  NetConfig rails = test::cluster_like(12, 4);
+  rails.fabric_rails = 3;  // 3 rails for 4 GPUs a node
+  EXPECT_EQ(where(rails), "net.fabric_rails");
 }
 
 }  // namespace
