@@ -1,6 +1,7 @@
 #include "platform/experiment.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -21,6 +22,20 @@ namespace {
 std::optional<double> rate_gbps(uint64_t bytes, const std::optional<Time>& start, const std::optional<Time>& end) {
   if (!start || !end || *end <= *start || bytes == 0) return std::nullopt;
   return static_cast<double>(bytes) / (*end - *start).seconds() / 1e9;
+}
+
+// One GPU's rate over a phase, and with `split` its two parts (rows from its own node, from
+// others) in proportion, so that the parts' means add up to the total's.
+void add_rate(const std::array<uint64_t, 2>& rows, uint64_t row_bytes, const std::optional<Time>& start,
+              const std::optional<Time>& end, bool split, std::vector<double>& total,
+              std::array<std::vector<double>, 2>& parts) {
+  const uint64_t all = rows[0] + rows[1];
+  const auto r = rate_gbps(all * row_bytes, start, end);
+  if (!r) return;
+  total.push_back(*r);
+  for (size_t at = 0; at < 2 && split; ++at) {
+    parts[at].push_back(*r * static_cast<double>(rows[at]) / static_cast<double>(all));
+  }
 }
 
 std::optional<double> mean(const std::vector<double>& v) {
@@ -74,18 +89,22 @@ SystemOutcome run_one(const Config& config, const Workload& built, const SystemE
   const ModelShape& m = workload.model();
   const DispatchPlan& plan = workload.plan();
   std::vector<double> dispatch, combine;
+  // Across nodes the same rates split by the peer's node: [0] the GPU's own node, [1] others.
+  const NetConfig& net = cluster.network().config();
+  std::array<std::vector<double>, 2> dispatch_at, combine_at;
   Time window = Time::zero();
   bool have_window = false;
   for (int g = 0; g < cluster.gpus(); ++g) {
     const PhaseMarks& p = cluster.phases(g);
-    uint64_t in_rows = 0, back_rows = 0;
+    std::array<uint64_t, 2> in_rows{}, back_rows{};
     for (int s = 0; s < cluster.gpus(); ++s) {
       if (s == g) continue;
-      in_rows += static_cast<uint64_t>(plan.rows(s, g));
-      back_rows += static_cast<uint64_t>(plan.rows(g, s));
+      const size_t remote = net.scale_out() && s / net.gpus_per_node != g / net.gpus_per_node ? 1 : 0;
+      in_rows[remote] += static_cast<uint64_t>(plan.rows(s, g));
+      back_rows[remote] += static_cast<uint64_t>(plan.rows(g, s));
     }
-    if (auto r = rate_gbps(in_rows * m.row_bytes(), p.dispatch_start, p.dispatch_end)) dispatch.push_back(*r);
-    if (auto r = rate_gbps(back_rows * m.row_bytes(), p.combine_start, p.combine_end)) combine.push_back(*r);
+    add_rate(in_rows, m.row_bytes(), p.dispatch_start, p.dispatch_end, net.scale_out(), dispatch, dispatch_at);
+    add_rate(back_rows, m.row_bytes(), p.combine_start, p.combine_end, net.scale_out(), combine, combine_at);
     if (p.routing_start && p.gemm1_end) {
       window = max(window, *p.gemm1_end - *p.routing_start);
       have_window = true;
@@ -101,6 +120,10 @@ SystemOutcome run_one(const Config& config, const Workload& built, const SystemE
   if (have_window) r.routing_to_gemm1 = window;
   r.dispatch_GBps = mean(dispatch);
   r.combine_GBps = mean(combine);
+  r.dispatch_nvlink_GBps = mean(dispatch_at[0]);
+  r.dispatch_rdma_GBps = mean(dispatch_at[1]);
+  r.combine_nvlink_GBps = mean(combine_at[0]);
+  r.combine_rdma_GBps = mean(combine_at[1]);
   r.events = out.events;
   for (int g = 0; g < cluster.gpus(); ++g) r.ops.push_back(cluster.host(g).ops());
   r.stats = system->stats(cluster);

@@ -74,6 +74,15 @@ LayerFrame LayerFrame::from_json(const nlohmann::json& j) {
   return f;
 }
 
+namespace {
+std::array<std::pair<const char*, std::optional<double>>, 4> split_rates(const LayerResult& r) {
+  return {{{"dispatch_nvlink_GBps", r.dispatch_nvlink_GBps},
+           {"dispatch_rdma_GBps", r.dispatch_rdma_GBps},
+           {"combine_nvlink_GBps", r.combine_nvlink_GBps},
+           {"combine_rdma_GBps", r.combine_rdma_GBps}}};
+}
+}  // namespace
+
 nlohmann::json LayerResult::to_json() const {
   nlohmann::json r;
   r["system"] = system;
@@ -84,6 +93,10 @@ nlohmann::json LayerResult::to_json() const {
   r["routing_to_gemm1_us"] = routing_to_gemm1 ? nlohmann::json(routing_to_gemm1->us()) : nlohmann::json(nullptr);
   r["dispatch_GBps"] = or_null(dispatch_GBps);
   r["combine_GBps"] = or_null(combine_GBps);
+  // Only runs across nodes have the split (single-node reports keep their keys).
+  for (const auto& [key, v] : split_rates(*this)) {
+    if (v) r[key] = *v;
+  }
   r["events"] = events;
   r["ops"] = ops_json(ops);
   if (!stats.is_null()) {
@@ -119,6 +132,10 @@ LayerResult LayerResult::from_json(const nlohmann::json& j) {
   if (auto w = double_or_none(j, "routing_to_gemm1_us")) r.routing_to_gemm1 = time_of_us(*w);
   r.dispatch_GBps = double_or_none(j, "dispatch_GBps");
   r.combine_GBps = double_or_none(j, "combine_GBps");
+  r.dispatch_nvlink_GBps = double_or_none(j, "dispatch_nvlink_GBps");
+  r.dispatch_rdma_GBps = double_or_none(j, "dispatch_rdma_GBps");
+  r.combine_nvlink_GBps = double_or_none(j, "combine_nvlink_GBps");
+  r.combine_rdma_GBps = double_or_none(j, "combine_rdma_GBps");
   r.events = j.value("events", uint64_t{0});
   if (const auto it = j.find("ops"); it != j.end()) r.ops = ops_of(*it);
   if (const auto it = j.find("stats"); it != j.end()) r.stats = *it;
@@ -145,6 +162,14 @@ std::vector<ResultField> make_result_fields() {
        [](const LayerResult& r) { return r.dispatch_GBps; }},
       {"combine_GBps", "GB/s", "bytes returned to their tokens' GPUs over the combine, mean over GPUs",
        [](const LayerResult& r) { return r.combine_GBps; }},
+      {"dispatch_nvlink_GBps", "GB/s", "runs across nodes: dispatch_GBps's bytes from peers of the receiver's node",
+       [](const LayerResult& r) { return r.dispatch_nvlink_GBps; }},
+      {"dispatch_rdma_GBps", "GB/s", "runs across nodes: dispatch_GBps's bytes from peers on other nodes",
+       [](const LayerResult& r) { return r.dispatch_rdma_GBps; }},
+      {"combine_nvlink_GBps", "GB/s", "runs across nodes: combine_GBps's bytes to GPUs of the expert's node",
+       [](const LayerResult& r) { return r.combine_nvlink_GBps; }},
+      {"combine_rdma_GBps", "GB/s", "runs across nodes: combine_GBps's bytes to GPUs on other nodes",
+       [](const LayerResult& r) { return r.combine_rdma_GBps; }},
       {"moehub_speedup", "x", "this layer time over MoE-Hub's", [](const LayerResult& r) { return r.moehub_speedup; }},
       {"fraction_of_ideal", "x", "the ideal layer time over this one",
        [](const LayerResult& r) { return r.fraction_of_ideal; }}};

@@ -40,6 +40,9 @@ struct LayerResult {
   std::optional<Time> routing_to_gemm1;     // Fig. 15's window, the longest over GPUs
   std::optional<double> dispatch_GBps;      // received bytes from peers over the dispatch, mean over GPUs
   std::optional<double> combine_GBps;
+  // Runs across nodes: the same rates split by the peer's place, the receiver's node (NVLink)
+  // or another node (RDMA), each over the whole phase, so the two parts add up to the total.
+  std::optional<double> dispatch_nvlink_GBps, dispatch_rdma_GBps, combine_nvlink_GBps, combine_rdma_GBps;
   uint64_t events = 0;
   std::vector<gpu::HostOps> ops;            // per GPU, what its host issued
   nlohmann::json stats = nullptr;           // the system's own section (null if none)

@@ -58,7 +58,20 @@ TEST(CliScale, NodesSetsTheGpuCountAndTheFabricCarriesRdma) {
     EXPECT_EQ(net["nodes"], 2) << res["system"];
     EXPECT_GT(net["rdma_payload_bytes"].get<uint64_t>(), 0u) << res["system"];
     EXPECT_GT(net["rdma_messages"].get<uint64_t>(), 0u) << res["system"];
+    // dispatch_GBps split by the peer's node: both parts there, adding up to the whole.
+    for (const std::string phase : {"dispatch", "combine"}) {
+      const double all = res[phase + "_GBps"].get<double>();
+      const double nvlink = res[phase + "_nvlink_GBps"].get<double>(), rdma = res[phase + "_rdma_GBps"].get<double>();
+      EXPECT_GT(nvlink, 0.0) << phase;
+      EXPECT_GT(rdma, 0.0) << phase;
+      EXPECT_NEAR(nvlink + rdma, all, 1e-9 * all) << phase;
+    }
   }
+  // One node: no split.
+  const auto one = small_run({"run", "--gpus", "8"}, "megatron-te");
+  ASSERT_TRUE(one.contains("results"));
+  EXPECT_TRUE(one["results"][0].contains("dispatch_GBps"));
+  EXPECT_FALSE(one["results"][0].contains("dispatch_rdma_GBps"));
 }
 
 // The NVL72-class domain: 64 of its 72 GPUs on one NVLink domain of 18 planes (OLMoE's 64
