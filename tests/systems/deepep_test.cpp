@@ -62,6 +62,23 @@ TEST(DeepEp, UnderTpEachTokenReachesEveryTpRankOfItsExpert) {
   }
 }
 
+// Host-only work written from the code (docs/research/opcount-flashmoe.md section 3): the
+// caching-allocator allocations of get_dispatch_layout (3), before notify_dispatch (2), after
+// the host spin (6) and in the combine (1); FusedDispatch.apply and FusedCombine.apply. They
+// add exactly their cost to the host's busy time.
+TEST(DeepEp, HostOnlyOpsAsTheCodeIssuesThem) {
+  SystemRun with("deepep", {"run.gpus=4", "model.top_k=1", "host.alloc_cost=1us", "host.autograd_function_cost=10us"}, false);
+  SystemRun without("deepep", {"run.gpus=4", "model.top_k=1", "host.alloc_cost=0us", "host.autograd_function_cost=0us"}, false);
+  with.run();
+  without.run();
+  for (int g = 0; g < 4; ++g) {
+    const gpu::HostOps o = with.cluster->host(g).ops();
+    EXPECT_EQ(o.allocations, 3u + 2u + 6u + 1u) << "GPU " << g;
+    EXPECT_EQ(o.autograd_functions, 2u) << "GPU " << g;
+    EXPECT_EQ(o.busy - without.cluster->host(g).ops().busy, Time::from_us(12 * 1 + 2 * 10)) << "GPU " << g;
+  }
+}
+
 TEST(DeepEp, ARingOfOneChunkStillDeliversEverythingButSlower) {
   SystemRun wide("deepep", {"run.tokens=2048"}, false);
   SystemRun narrow("deepep", {"run.tokens=2048", "systems.deepep.dispatch_ring_tokens=6"});
