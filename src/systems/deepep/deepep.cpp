@@ -503,10 +503,9 @@ class DeepEpSystem final : public MoeSystem {
     *id = c.launch(g, comm, Activity::Communication, std::move(disp));
     stream_wait(g, s, comm, "compute after dispatch");
 
+    c.host(g).framework_op();  // fused_a2a.py:136 torch.tensor(num_recv_tokens_per_expert_list), on the CPU
     // get_permuted_hidden_states_by_experts (Megatron-LM 0014f13 token_dispatcher.py:1012-1032):
     // indices -> multihot, then the unfused permute with its two masked_selects.
-    // fused_a2a.py:136 torch.tensor(num_recv_tokens_per_expert_list): a CPU tensor.
-    c.host(g).framework_op();
     mp::issue_indices_to_multihot(c, *k_, g, s, ru, k, el, rows);
     // token_dispatcher.py:1031 num_out_tokens=sum(self.tokens_per_expert): Python's sum over
     // that CPU tensor, one unbind (Tensor.__iter__) and E_l CPU adds (0 + t0, then + t_i).
@@ -531,9 +530,15 @@ class DeepEpSystem final : public MoeSystem {
     gpu::KernelSpec sum = k_->memory(g, "unpermute_scatter_add", rows * (row + mp::kLongBytes) + ru * row);
     sum.on_done = [this, g] { fn_->unpermute(g); };
     op(g, s, Activity::Scaling, std::move(sum));
+    issue_combine(g);
+  }
 
-    // FusedCombine.apply (fused_a2a.py:257), then intranode_combine: cached_notify_combine, the
-    // output from the caching allocator (deep_ep.cpp:744; internode :1306), the combine kernel.
+  // FusedCombine.apply (fused_a2a.py:257), then intranode_combine: cached_notify_combine, the
+  // output from the caching allocator (deep_ep.cpp:744; internode :1306), the combine kernel.
+  void issue_combine(int g) {
+    Cluster& c = *c_;
+    gpu::Stream& s = c.stream(g);
+    gpu::Stream& comm = *gpus_[g].comm;
     c.host(g).autograd_function();
     stream_wait(g, comm, s, "combine after compute");
     c.host(g).framework_op();
