@@ -133,6 +133,9 @@ TEST(DeepEpInternode, VerifyPassesOnTwoNodesOfTwoGpus) {
   r.run();
   EXPECT_TRUE(r.functional->passed()) << r.functional->report().dump(2);
   EXPECT_TRUE(r.stats.contains("deepep_dispatch_rdma_GBps")) << r.stats.dump();
+  // internode_dispatch's allocations (deep_ep.cpp 2be0d4f8: layout 4 with the RDMA-rank
+  // counts, :981-984 4 before the notify, :1048-1070 8 after the spin, :1306 1 in the combine).
+  for (int g = 0; g < r.cluster->gpus(); ++g) EXPECT_EQ(r.cluster->host(g).ops().allocations, 4u + 4u + 8u + 1u) << "GPU " << g;
 }
 
 // GPU g is (node g / 2, local rank g % 2). A token of GPU 1 (node 0, rank 1) bound for GPU 2
