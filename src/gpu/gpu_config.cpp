@@ -140,6 +140,13 @@ ParamTable<HostConfig> host_table() {
          "Host time of one NCCL group call from the framework (torch.distributed or ncclGroupStart..End) beyond "
          "its kernel launch")
       .at_least(0);
+  t.time("host.alloc_cost", &HostConfig::alloc_cost,
+         "Host time of one CUDA tensor allocation through PyTorch's caching allocator from C++ (at::empty / "
+         "torch::empty, a cached block) and its release; no kernel")
+      .at_least(0);
+  t.time("host.autograd_function_cost", &HostConfig::autograd_function_cost,
+         "Host time of one torch.autograd.Function.apply from Python beyond the torch calls its forward makes")
+      .at_least(0);
   t.time("host.layer_lead", &HostConfig::layer_lead,
          "Host time the program is already ahead of the GPU when the layer starts (the steady-state lead of a loop "
          "of layers): host work up to this much takes no simulated time, until the host first blocks on a sync")
@@ -235,6 +242,8 @@ void HostConfig::validate() const {
   require(d2h_bandwidth.bytes_per_second() > 0, "host.d2h_bandwidth", "must be positive");
   require(framework_op_cost >= Time::zero(), "host.framework_op_cost", "must not be negative");
   require(nccl_call_cost >= Time::zero(), "host.nccl_call_cost", "must not be negative");
+  require(alloc_cost >= Time::zero(), "host.alloc_cost", "must not be negative");
+  require(autograd_function_cost >= Time::zero(), "host.autograd_function_cost", "must not be negative");
   require(layer_lead >= Time::zero(), "host.layer_lead", "must not be negative");
 }
 

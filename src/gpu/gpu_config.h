@@ -80,6 +80,8 @@ struct HostConfig {
   Bandwidth d2h_bandwidth;
   Time framework_op_cost;  // an eager framework op beyond its launch
   Time nccl_call_cost;     // an NCCL group call beyond its kernel launch
+  Time alloc_cost;         // one caching-allocator allocation from C++ (at::empty), with its release
+  Time autograd_function_cost;  // torch.autograd.Function.apply beyond the calls its forward makes
   Time layer_lead;         // host time already spent ahead of the GPU when the layer starts
 
   static HostConfig from(const Config& config);

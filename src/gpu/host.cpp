@@ -26,6 +26,12 @@ KernelId Host::launch(Stream& stream, KernelSpec spec) {
   return id;
 }
 
+KernelId Host::launch_grid(Stream& stream, KernelSpec spec) {
+  const KernelId id = stream.gpu().create_kernel(std::move(spec));
+  push(Op{Op::Kind::Launch, &stream, id, 0, 0, Time::zero(), nullptr});
+  return id;
+}
+
 void Host::record(Stream& stream, EventId event) {
   ++ops_count_.events;
   push(Op{Op::Kind::Record, &stream, 0, event, 0, Time::zero(), nullptr});
@@ -66,6 +72,16 @@ void Host::framework_op(Callback then) {
 void Host::nccl_call(Callback then) {
   ++ops_count_.nccl_calls;
   work(cfg_.nccl_call_cost, std::move(then));
+}
+
+void Host::allocate(uint32_t count, Callback then) {
+  ops_count_.allocations += count;
+  work(cfg_.alloc_cost * static_cast<int64_t>(count), std::move(then));
+}
+
+void Host::autograd_function(Callback then) {
+  ++ops_count_.autograd_functions;
+  work(cfg_.autograd_function_cost, std::move(then));
 }
 
 void Host::call(Callback fn) { push(Op{Op::Kind::Call, nullptr, 0, 0, 0, Time::zero(), std::move(fn)}); }

@@ -28,6 +28,8 @@ struct HostOps {
   uint64_t h2d_copies = 0;
   uint64_t syncs = 0;          // the host blocked until a stream drained
   uint64_t events = 0;         // cudaEventRecord and cudaStreamWaitEvent
+  uint64_t allocations = 0;    // caching-allocator allocations from C++ (not in the report)
+  uint64_t autograd_functions = 0;  // torch.autograd.Function.apply calls (not in the report)
   Time busy;
 };
 
@@ -41,6 +43,9 @@ class Host {
   // cudaLaunchKernel: the kernel is built now (its id is known at once) and enqueued on the
   // stream after the issue cost.
   KernelId launch(Stream& stream, KernelSpec spec);
+  // Another grid of a kernel already launched and counted: one fused kernel modelled as grids
+  // on disjoint SM ranges (Comet). Issued like a launch, not counted as one.
+  KernelId launch_grid(Stream& stream, KernelSpec spec);
   void record(Stream& stream, EventId event);  // cudaEventRecord
   void wait(Stream& stream, EventId event);    // cudaStreamWaitEvent
   // cudaMemcpyAsync(device to host, `bytes`) + cudaStreamSynchronize + CPU work: issues the
@@ -61,6 +66,12 @@ class Host {
   void framework_op(Callback then = nullptr);
   // The host cost of one NCCL group call beyond its kernel launch (host.nccl_call_cost).
   void nccl_call(Callback then = nullptr);
+  // `count` CUDA tensor allocations through the caching allocator from C++ (torch::empty in an
+  // extension): host.alloc_cost each, no kernel.
+  void allocate(uint32_t count, Callback then = nullptr);
+  // One torch.autograd.Function.apply beyond the torch calls its forward makes
+  // (host.autograd_function_cost).
+  void autograd_function(Callback then = nullptr);
   // Runs `fn` at this point of the host program, taking no time.
   void call(Callback fn);
 

@@ -49,6 +49,12 @@ gpu::KernelId Cluster::launch(int g, gpu::Stream& stream, Activity what, gpu::Ke
   return id;
 }
 
+gpu::KernelId Cluster::launch_grid(int g, gpu::Stream& stream, Activity what, gpu::KernelSpec spec) {
+  const gpu::KernelId id = host(g).launch_grid(stream, std::move(spec));
+  launched_.push_back({g, id, what});
+  return id;
+}
+
 void Cluster::host_sync(int g, gpu::Stream& stream, uint64_t bytes, Time host_work, Callback then) {
   auto start = std::make_shared<Time>();
   host(g).call([this, start] { *start = sim_.now(); });

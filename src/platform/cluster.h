@@ -71,6 +71,8 @@ class Cluster {
 
   // Launches `spec` on `stream` through GPU g's host; its run is logged as `what`.
   gpu::KernelId launch(int g, gpu::Stream& stream, Activity what, gpu::KernelSpec spec);
+  // Another grid of a fused kernel already launched (gpu::Host::launch_grid): not counted.
+  gpu::KernelId launch_grid(int g, gpu::Stream& stream, Activity what, gpu::KernelSpec spec);
   // An eager framework op that launches one kernel: its host cost (host.framework_op_cost),
   // then the launch.
   gpu::KernelId op(int g, gpu::Stream& stream, Activity what, gpu::KernelSpec spec) {

@@ -47,15 +47,25 @@ TEST(Comet, CommunicationBlocksStayOnTheirSms) {
 // flux's layout sync: 3, each a D2H copy. Router kernels: the gate GEMM, topk, softmax, the
 // cast back and bincount's min, max, zeros and histogram (8).
 TEST(Comet, OpCountsAsTheCodeIssuesThem) {
+  // Written from the code (docs/research/opcount-flashmoe.md section 4): the harness's router (8
+  // kernels, bincount's 2 D2H + 2 syncs), 2 all-gathers; flux layer0: memset of the barrier
+  // block, calc_gather_index, ag_scatter_sort, 2 D2H + sync, the arguments' H2D + sync, the fused
+  // GEMM1 (one kernel however many grids), barrier; activation; layer1: zero_, barrier, 2 H2D,
+  // ep_indexes_count.zero_(), ep_index_filter, the fused GEMM2, barrier, barrier.zero_(), sum.
+  // copy_engine_gets adds the own shard's D2D copy and a barrier (its N - 1 gets are copies
+  // that none of these counters holds).
   for (const char* mode : {"comm_blocks", "copy_engine_gets"}) {
     DefaultsRun r("comet", {"run.tokens=1024", "model.hidden=1024", "model.ffn_hidden=1024", std::string("systems.comet.dispatch=") + mode});
+    const bool gets = std::string(mode) == "copy_engine_gets";
     for (int g = 0; g < r.cluster->gpus(); ++g) {
-      EXPECT_EQ(r.count(g, Activity::Synchronisation), 3) << mode;
+      EXPECT_EQ(r.count(g, Activity::Synchronisation), 4) << mode;
       const gpu::HostOps o = r.cluster->host(g).ops();
       EXPECT_EQ(o.framework_ops, 18u) << mode << " GPU " << g;
       EXPECT_EQ(o.nccl_calls, 2u) << mode << " GPU " << g;
-      EXPECT_EQ(o.syncs, 3u) << mode << " GPU " << g;
-      EXPECT_EQ(o.d2h_copies, 3u) << mode << " GPU " << g;
+      EXPECT_EQ(o.syncs, 4u) << mode << " GPU " << g;
+      EXPECT_EQ(o.d2h_copies, 4u) << mode << " GPU " << g;
+      EXPECT_EQ(o.h2d_copies, 3u) << mode << " GPU " << g;
+      EXPECT_EQ(o.kernels, gets ? 26u : 24u) << mode << " GPU " << g;
       int router = 0;
       for (const auto& k : test::kernels(*r.cluster, g)) router += k.name.rfind("comet_router_", 0) == 0 ? 1 : 0;
       EXPECT_EQ(router, 8) << mode << " GPU " << g;

@@ -40,7 +40,8 @@ TEST(DeepEp, VerifyPassesWithSkewAndAGpuWithoutExperts) {
 // EP+TP through Megatron's flex dispatcher (token_dispatcher.py _initialize_metadata): with
 // top-1 routing on 4 GPUs at TP 2, token t reaches exactly the two TP ranks of its expert's EP
 // rank (GPUs 2q and 2q + 1, q = expert / 4 of 8 experts), and each GPU issues two kernels and
-// two framework ops more than at TP 1 (the routing map's and the probs' expansion copies).
+// two framework ops more than at TP 1 (the routing map's and the probs' expansion copies),
+// plus two CPU adds in Python's sum over tokens_per_expert (E / EP local experts: 4, not 2).
 TEST(DeepEp, UnderTpEachTokenReachesEveryTpRankOfItsExpert) {
   SystemRun tp1("deepep", {"run.gpus=4", "model.top_k=1"}, false);
   SystemRun tp2("deepep", {"run.gpus=4", "model.top_k=1", "parallel.tp=2"}, false);
@@ -58,7 +59,24 @@ TEST(DeepEp, UnderTpEachTokenReachesEveryTpRankOfItsExpert) {
   tp2.run();
   for (int g = 0; g < 4; ++g) {
     EXPECT_EQ(tp2.cluster->host(g).ops().kernels, tp1.cluster->host(g).ops().kernels + 2) << "GPU " << g;
-    EXPECT_EQ(tp2.cluster->host(g).ops().framework_ops, tp1.cluster->host(g).ops().framework_ops + 2) << "GPU " << g;
+    EXPECT_EQ(tp2.cluster->host(g).ops().framework_ops, tp1.cluster->host(g).ops().framework_ops + 2 + 2) << "GPU " << g;
+  }
+}
+
+// Host-only work written from the code (docs/research/opcount-flashmoe.md section 3): the
+// caching-allocator allocations of get_dispatch_layout (3), before notify_dispatch (2), after
+// the host spin (6) and in the combine (1); FusedDispatch.apply and FusedCombine.apply. They
+// add exactly their cost to the host's busy time.
+TEST(DeepEp, HostOnlyOpsAsTheCodeIssuesThem) {
+  SystemRun with("deepep", {"run.gpus=4", "model.top_k=1", "host.alloc_cost=1us", "host.autograd_function_cost=10us"}, false);
+  SystemRun without("deepep", {"run.gpus=4", "model.top_k=1", "host.alloc_cost=0us", "host.autograd_function_cost=0us"}, false);
+  with.run();
+  without.run();
+  for (int g = 0; g < 4; ++g) {
+    const gpu::HostOps o = with.cluster->host(g).ops();
+    EXPECT_EQ(o.allocations, 3u + 2u + 6u + 1u) << "GPU " << g;
+    EXPECT_EQ(o.autograd_functions, 2u) << "GPU " << g;
+    EXPECT_EQ(o.busy - without.cluster->host(g).ops().busy, Time::from_us(12 * 1 + 2 * 10)) << "GPU " << g;
   }
 }
 
@@ -115,6 +133,9 @@ TEST(DeepEpInternode, VerifyPassesOnTwoNodesOfTwoGpus) {
   r.run();
   EXPECT_TRUE(r.functional->passed()) << r.functional->report().dump(2);
   EXPECT_TRUE(r.stats.contains("deepep_dispatch_rdma_GBps")) << r.stats.dump();
+  // internode_dispatch's allocations (deep_ep.cpp 2be0d4f8: layout 4 with the RDMA-rank
+  // counts, :981-984 4 before the notify, :1048-1070 8 after the spin, :1306 1 in the combine).
+  for (int g = 0; g < r.cluster->gpus(); ++g) EXPECT_EQ(r.cluster->host(g).ops().allocations, 4u + 4u + 8u + 1u) << "GPU " << g;
 }
 
 // GPU g is (node g / 2, local rank g % 2). A token of GPU 1 (node 0, rank 1) bound for GPU 2

@@ -83,12 +83,12 @@ TEST(ResourceEstimate, FlowMessagesAreAPhasesOrWhatTheSystemsPathsAllow) {
   ll.push_back("systems.deepep.mode=low-latency");
   EXPECT_EQ(estimate("deepep", ll), workload + 131072u * 112 + 160u * 8388608);
   // Comet and CCFuser: their reads and stores ask each message's path (RemoteMemory, the store
-  // port): the windows, plus 7680 chunks per StreamCollective, Comet 4 (two all-gathers, two
-  // barriers), CCFuser 3 (the count all-gather, two barriers).
-  EXPECT_EQ(estimate("comet", big), workload + 131072u * 240 + 160u * (434208 + 4 * 7680));
+  // port): the windows, plus 7680 chunks per StreamCollective, Comet 5 (two all-gathers, three
+  // barriers: after GEMM1, before and after layer1), CCFuser 3 (the count all-gather, two barriers).
+  EXPECT_EQ(estimate("comet", big), workload + 131072u * 240 + 160u * (434208 + 5 * 7680));
   std::vector<std::string> gets = big;
   gets.push_back("systems.comet.dispatch=copy_engine_gets");
-  EXPECT_EQ(estimate("comet", gets), workload + 131072u * 240 + 160u * (434208 + 5 * 7680));
+  EXPECT_EQ(estimate("comet", gets), workload + 131072u * 240 + 160u * (434208 + 6 * 7680));
   EXPECT_EQ(estimate("ccfuser", big), workload + 131072u * 64 + 160u * (434208 + 3 * 7680));
   // Ideal moves nothing between GPUs.
   EXPECT_EQ(estimate("ideal", big), workload + 131072u * 24);

@@ -52,6 +52,7 @@ class CometSystem final : public MoeSystem {
                                                        StreamCollective::to_every_peer(n, comet_probs_bytes(cluster)));
     gather_indices_ = std::make_unique<StreamCollective>(cluster, "nccl_allgather_indices",
                                                          StreamCollective::to_every_peer(n, comet_indices_bytes(cluster)));
+    barrier_layer0_ = std::make_unique<StreamCollective>(cluster, "nvshmem_barrier_layer0", StreamCollective::to_every_peer(n, kFlagBytes));
     barrier1_ = std::make_unique<StreamCollective>(cluster, "nvshmem_barrier_layer1", StreamCollective::to_every_peer(n, kFlagBytes));
     barrier_end_ = std::make_unique<StreamCollective>(cluster, "nvshmem_barrier_end", StreamCollective::to_every_peer(n, kFlagBytes));
     if (p_.dispatch == CometParams::Dispatch::CopyEngineGets) {
@@ -90,6 +91,8 @@ class CometSystem final : public MoeSystem {
  private:
   static constexpr uint64_t kCountBytes = 4;  // int32 per-expert counts (flux `splits`)
   static constexpr uint64_t kFlagBytes = 8;   // one 64-bit flag store per peer (barrier)
+  // flux db4ffe0 gemm_grouped_v3_ag_scatter.hpp:220: the barrier block, world_size ints padded to 128 B.
+  static uint64_t barrier_block_bytes(int gpus) { return (static_cast<uint64_t>(gpus) * kCountBytes + 127) / 128 * 128; }
 
   struct Cursor {  // a persistent communication block's position in its job list
     size_t job = 0;
@@ -134,24 +137,31 @@ class CometSystem final : public MoeSystem {
       c.launch(g, st, Activity::Communication, gather->kernel(g, small));
     }
     c.host(g).framework_op();  // moe_layer.py:707 flux_ag_op.forward_multiple_weights
-
+    // flux db4ffe0 gemm_grouped_v3_ag_scatter.cc (forward_impl, docs/research/opcount-flashmoe.md
+    // section 4): :286 cudaMemsetAsync of the barrier block (an int per rank, padded to 128 B).
+    c.launch(g, st, Activity::DataShuffle, k_->memory(g, "comet_barrier_memset", barrier_block_bytes(c.gpus())));
     if (p_.dispatch == CometParams::Dispatch::CopyEngineGets) {
-      // flux all_gather_all2all: own shard into the symmetric buffer, barrier, then one get per
-      // peer in ring order from the own rank on a copy stream, each followed by its flag write.
-      const gpu::EventId counted = c.gpu(g).create_event("counts exchanged");
-      c.host(g).record(st, counted);
-      c.host(g).wait(*s.comm, counted);
-      c.launch(g, *s.comm, Activity::Communication, barrier_gets_->kernel(g, small));
+      // all_gather_all2all: :176 own shard into the symmetric buffer (D2D), :182 barrier on the
+      // compute stream, :183-184 event to the copy stream, then one get per peer in ring order
+      // from the own rank, each followed by its flag write (:209-220).
+      const uint64_t shard = static_cast<uint64_t>(c.workload().tokens().count(g)) * c.model().row_bytes();
+      c.launch(g, st, Activity::DataShuffle, k_->memory(g, "comet_input_shard_copy", 2 * shard));
+      c.launch(g, st, Activity::Communication, barrier_gets_->kernel(g, small));
+      const gpu::EventId ready = c.gpu(g).create_event("shard in buffer");
+      c.host(g).record(st, ready);
+      c.host(g).wait(*s.comm, ready);
       c.host(g).call([this, g] {
         gpu_[g].comm->callback([this, g] { start_gets(g); });
       });
-      // calc_gather_index + ag_scatter_sort: index kernels over every routed row.
-      const uint64_t index_bytes = static_cast<uint64_t>(c.workload().logical_routing().rows()) * 4 * 2;
-      c.launch(g, st, Activity::DataShuffle, k_->memory(g, "calc_gather_index", index_bytes));
-      c.launch(g, st, Activity::DataShuffle, k_->memory(g, "ag_scatter_sort", index_bytes));
     }
-    // D2H of the per-(source, local expert) counts and the row total, stream sync, host layout.
-    const uint64_t d2h = (static_cast<uint64_t>(c.gpus()) * pl.experts.size() + 1) * kCountBytes;
+    // :298 calc_gather_index and :309 ag_scatter_sort: index kernels over every routed row.
+    const uint64_t index_bytes = static_cast<uint64_t>(c.workload().logical_routing().rows()) * 4 * 2;
+    c.launch(g, st, Activity::DataShuffle, k_->memory(g, "calc_gather_index", index_bytes));
+    c.launch(g, st, Activity::DataShuffle, k_->memory(g, "ag_scatter_sort", index_bytes));
+    // :322 D2H of total_nrows_ep, :324 D2H of the N x E_l sorted splits, :330 stream sync; then
+    // the host layout and tile schedule.
+    c.host(g).copy(st, "D2H total_nrows_ep", kCountBytes, true);
+    const uint64_t d2h = static_cast<uint64_t>(c.gpus()) * pl.experts.size() * kCountBytes;
     c.host_sync(g, st, d2h, p_.layout_host_time, [this, g] { after_layout(g); });
   }
 
@@ -160,44 +170,65 @@ class CometSystem final : public MoeSystem {
     GpuState& s = gpu_[g];
     const CometGpuPlan& pl = plan_->gpu(g);
     gpu::Stream& st = c.stream(g);
-    host_to_device_copy(c, g, st, "H2D comet layout", pl.plan_bytes);
+    // op->run: initialize_args_workspace copies the arguments H2D and synchronises the stream
+    // (flux db4ffe0 gemm_grouped_v3_impl.hpp:180-190), then the fused kernel.
+    blocking_h2d(g, st, pl.plan_bytes);
     if (p_.dispatch == CometParams::Dispatch::CommBlocks && !pl.jobs.empty()) {
       const gpu::EventId planned = c.gpu(g).create_event("layout on device");
       c.host(g).record(st, planned);
       c.host(g).wait(*s.comm, planned);
-      c.launch(g, *s.comm, Activity::Communication, dispatch_comm_kernel(g));
+      c.launch_grid(g, *s.comm, Activity::Communication, dispatch_comm_kernel(g));  // a grid of the fused kernel
     }
     if (!pl.experts.empty()) {
       gpu::KernelSpec g1 = gemm1_kernel(g);
       c.launch(g, st, Activity::Polling, std::move(g1));
     }
+    const gpu::BlockShape small = k_->memory_shape();
+    // :429 the compute stream waits for the gets (all_gather_event), :433 barrier so the next
+    // layer may overwrite the symmetric buffer.
+    std::optional<std::pair<gpu::SignalId, int64_t>> gets_in;
+    if (p_.dispatch == CometParams::Dispatch::CopyEngineGets) gets_in = std::make_pair(pl.gets_done, static_cast<int64_t>(c.gpus()));
+    c.launch(g, st, Activity::Communication, barrier_layer0_->kernel(g, small, gets_in));
     c.host(g).framework_op();  // moe_layer.py:717 self.activation_func(outputs[0])
     if (!pl.experts.empty()) c.launch(g, st, Activity::ExpertCompute, k_->activation(g, pl.rows.size()));
     c.host(g).framework_op();  // :723 scatter_index.view(-1)
     c.host(g).framework_op();  // :719 flux_rs_op.forward_gather_rs
-    // Layer1 host side: E_l x SPLITS problems, argument arrays to the device, index filter,
-    // zeroed output buffer, barrier; then GEMM2 beside the gather-RS blocks.
-    c.host(g).work(p_.gather_rs_host_time);
-    const uint64_t args = static_cast<uint64_t>(pl.experts.size()) * static_cast<uint64_t>(p_.column_splits) * kProblemBytes;
-    host_to_device_copy(c, g, st, "H2D gather_rs problems", args);
-    host_to_device_copy(c, g, st, "H2D gather_rs pointers", args);
-    const uint64_t routed = static_cast<uint64_t>(c.workload().logical_routing().rows());
-    c.launch(g, st, Activity::DataShuffle, k_->memory(g, "ep_index_filter", routed * 4 * 2));
+    issue_layer1(g);
+  }
+
+  // flux db4ffe0 gemm_grouped_v3_gather_rs.cc forward_gather_rs_impl (EP > 1): :611 zeroed
+  // N x T x H output buffer, :613 barrier; prepare_args: the E_l x SPLITS problems on the host,
+  // :378 and :384 two H2D copies, :426 ep_indexes_count.zero_(), :431 ep_index_filter; then
+  // GEMM2 beside the gather-RS blocks (one fused kernel), :722 barrier, :723 barrier.zero_(),
+  // :727 the sum over the [world, T, H] view.
+  void issue_layer1(int g) {
+    Cluster& c = *c_;
+    GpuState& s = gpu_[g];
+    const CometGpuPlan& pl = plan_->gpu(g);
+    gpu::Stream& st = c.stream(g);
+    const gpu::BlockShape small = k_->memory_shape();
     const uint64_t out_bytes = static_cast<uint64_t>(c.gpus()) * static_cast<uint64_t>(c.workload().tokens().count(g)) *
                                c.model().row_bytes();
     c.launch(g, st, Activity::DataShuffle, k_->memory(g, "output_buffer_zero", out_bytes));
-    const gpu::BlockShape small = k_->memory_shape();
     c.launch(g, st, Activity::Communication, barrier1_->kernel(g, small));
+    c.host(g).work(p_.gather_rs_host_time);
+    const uint64_t args = static_cast<uint64_t>(pl.experts.size()) * static_cast<uint64_t>(p_.column_splits) * kProblemBytes;
+    host_to_device_copy(c, g, st, "H2D gather_rs problems", args);
+    host_to_device_copy(c, g, st, "H2D gather_rs splits", static_cast<uint64_t>(pl.experts.size()) * kCountBytes);
+    c.launch(g, st, Activity::DataShuffle, k_->memory(g, "ep_indexes_count_zero", kCountBytes));
+    const uint64_t routed = static_cast<uint64_t>(c.workload().logical_routing().rows());
+    c.launch(g, st, Activity::DataShuffle, k_->memory(g, "ep_index_filter", routed * 4 * 2));
     const gpu::EventId ready = c.gpu(g).create_event("layer1 barrier");
     c.host(g).record(st, ready);
     c.host(g).wait(*s.comm, ready);
-    c.launch(g, *s.comm, Activity::Communication, gather_rs_kernel(g));
+    c.launch_grid(g, *s.comm, Activity::Communication, gather_rs_kernel(g));  // a grid of the fused kernel
     const gpu::EventId rs_done = c.gpu(g).create_event("gather_rs done");
     c.host(g).record(*s.comm, rs_done);
     if (!pl.experts.empty()) c.launch(g, st, Activity::Polling, gemm2_kernel(g));
     c.host(g).wait(st, rs_done);
     c.launch(g, st, Activity::Communication,
              barrier_end_->kernel(g, small, std::make_pair(pl.combine_signal, static_cast<int64_t>(pl.partials_expected * c.model().row_bytes()))));
+    c.launch(g, st, Activity::DataShuffle, k_->memory(g, "gather_rs_barrier_zero", (static_cast<uint64_t>(p_.column_splits) + 1) * kCountBytes));
     const uint64_t tokens = static_cast<uint64_t>(c.workload().tokens().count(g));
     gpu::KernelSpec sum = k_->memory(g, "combine_sum", (static_cast<uint64_t>(c.gpus()) + 1) * tokens * c.model().row_bytes());
     sum.on_done = [this, g] {
@@ -206,6 +237,13 @@ class CometSystem final : public MoeSystem {
     };
     c.launch(g, st, Activity::Scaling, std::move(sum));
     c.host(g).framework_op();  // :729 mlp_output.unsqueeze(1)
+  }
+
+  // cudaMemcpyAsync(H2D) + cudaStreamSynchronize issued from C++ (no framework op of its own).
+  void blocking_h2d(int g, gpu::Stream& st, uint64_t bytes) {
+    auto start = std::make_shared<Time>();
+    c_->host(g).call([this, start] { *start = c_->sim().now(); });
+    c_->host(g).h2d_sync(st, bytes, [this, g, start] { c_->log(g, Activity::Synchronisation, *start, c_->sim().now()); });
   }
 
   // A flag reaching its threshold, on the GPU's "flags" timeline track.
@@ -231,6 +269,7 @@ class CometSystem final : public MoeSystem {
       const CometGpuPlan& pl = plan_->gpu(g);
       for (uint64_t pos : pl.rows_from_source[src]) row_in(g, pos);
       c_->gpu(g).signal_set(pl.source_flags[src], 1);  // cuStreamWriteValue
+      c_->gpu(g).signal_add(pl.gets_done, 1);            // all_gather_event (:223) counts the gets
       mark_flag(g, fmt::format("barrier[{}] set", src));
       get_next(g, j + 1);
     });
@@ -448,7 +487,7 @@ class CometSystem final : public MoeSystem {
   std::unique_ptr<SharedKernels> k_;
   std::unique_ptr<RemoteMemory> remote_;
   std::unique_ptr<CometPlan> plan_;
-  std::unique_ptr<StreamCollective> gather_probs_, gather_indices_, barrier1_, barrier_end_, barrier_gets_;
+  std::unique_ptr<StreamCollective> gather_probs_, gather_indices_, barrier_layer0_, barrier1_, barrier_end_, barrier_gets_;
   PerGpu<GpuState> gpu_;
   std::unique_ptr<CometFunctional> fn_;  // does nothing in timing-only runs
 };
@@ -461,10 +500,10 @@ SystemEntry comet_system_entry() {
                 [](const Config& c) -> std::unique_ptr<MoeSystem> { return std::make_unique<CometSystem>(CometParams::from(c)); },
                 240,
                 true};
-  // Two all-gathers and two barriers, a third barrier with copy-engine gets (start()).
+  // Two all-gathers and three barriers, a fourth with copy-engine gets (start()).
   e.flow_messages_bound = [](const Config& c) -> std::optional<uint64_t> {
     const bool gets = CometParams::from(c).dispatch == CometParams::Dispatch::CopyEngineGets;
-    return overlap_flow_messages_bound(c, gets ? 5 : 4);
+    return overlap_flow_messages_bound(c, gets ? 6 : 5);
   };
   return e;
 }

@@ -125,6 +125,7 @@ void CometPlan::layout(Cluster& cluster, int d) {
   for (int s = 0; s < n; ++s) p.source_flags.push_back(dev.create_signal(fmt::format("comet barrier[{}]", s)));
   for (uint32_t s = 0; s < splits_; ++s) p.split_flags.push_back(dev.create_signal(fmt::format("comet split flag {}", s)));
   p.combine_signal = dev.create_signal("comet combine partials in");
+  p.gets_done = dev.create_signal("comet gets done");
 }
 
 void CometPlan::schedule_gemms(Cluster& cluster, int d) {

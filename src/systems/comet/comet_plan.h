@@ -73,6 +73,7 @@ struct CometGpuPlan {
   uint32_t comm_blocks = 0;
   std::vector<CometCombineToken> combine_tokens;
   gpu::SignalId combine_signal = 0;
+  gpu::SignalId gets_done = 0;  // copy-engine gets completed (flux all_gather_event)
   uint64_t partials_expected = 0;  // partial rows this GPU's tokens receive, its own included
   uint64_t plan_bytes = 0;         // H2D of the layout and schedule
 };

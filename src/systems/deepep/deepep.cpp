@@ -390,15 +390,24 @@ class DeepEpSystem final : public MoeSystem {
     // _DeepepManager.setup_metadata: torch.topk over the dense [T, E] probs.
     op(g, s, Activity::DataShuffle, k_->memory(g, "flex_topk_metadata", t * e * mp::kProbBytes + t * k * (mp::kLongBytes + mp::kProbBytes)));
 
-    // get_dispatch_layout on the comm stream: per-rank and per-expert counts, is_token_in_rank.
+    // fused_a2a.py (Megatron-LM 0014f13) fused_dispatch: x.contiguous() (L236), then
+    // FusedDispatch.apply (L235): an autograd Function (host-only work, no kernel).
+    c.host(g).framework_op();
+    c.host(g).autograd_function();
+    // get_dispatch_layout on the comm stream: per-rank and per-expert counts, is_token_in_rank;
+    // its outputs come from the caching allocator (deep_ep.cpp:301-306, 2be0d4f8).
     stream_wait(g, comm, s, "layout after compute");
     c.host(g).framework_op();
+    c.host(g).allocate(inter_ ? 4 : 3);
     c.launch(g, comm, Activity::DataShuffle, layout_kernel(g));
     stream_wait(g, s, comm, "compute after layout");
 
     // intranode_dispatch: notify_dispatch, then the host spins on the mapped counter.
     stream_wait(g, comm, s, "dispatch after compute");
     c.host(g).framework_op();
+    // The rank and channel prefix matrices (intranode deep_ep.cpp:479-480; internode
+    // :981-984 four); with async_finish=False (token_dispatcher.py:1182) no record_stream.
+    c.host(g).allocate(inter_ ? 4 : 2);
     const uint64_t el_max = max_local_experts();
     NotifyConfig nc;
     nc.name = "deepep_notify_dispatch";
@@ -510,7 +519,10 @@ class DeepEpSystem final : public MoeSystem {
     const uint64_t rows = ex.from.size();                                 // (token, local expert) rows
     const uint64_t el = ex.per_expert.size();
 
-    // The dispatch kernel, sized by the count the host read.
+    // The received tensors, sized by the count the host read (intranode deep_ep.cpp:541-554:
+    // recv_x, src_idx, channel prefix, send_head, top-k indices and weights; internode
+    // :1048-1070 eight), then the dispatch kernel.
+    c.host(g).allocate(inter_ ? 8 : 6);
     auto id = std::make_shared<gpu::KernelId>();
     gpu::KernelSpec disp = inter_ ? inter_->dispatch(g) : dispatch_->kernel.kernel(g);
     disp.on_done = [this, g, id] {
@@ -520,9 +532,13 @@ class DeepEpSystem final : public MoeSystem {
     *id = c.launch(g, comm, Activity::Communication, std::move(disp));
     stream_wait(g, s, comm, "compute after dispatch");
 
+    c.host(g).framework_op();  // fused_a2a.py:136 torch.tensor(num_recv_tokens_per_expert_list), on the CPU
     // get_permuted_hidden_states_by_experts (Megatron-LM 0014f13 token_dispatcher.py:1012-1032):
     // indices -> multihot, then the unfused permute with its two masked_selects.
     mp::issue_indices_to_multihot(c, *k_, g, s, ru, k, el, rows);
+    // token_dispatcher.py:1031 num_out_tokens=sum(self.tokens_per_expert): Python's sum over
+    // that CPU tensor, one unbind (Tensor.__iter__) and E_l CPU adds (0 + t0, then + t_i).
+    for (uint64_t i = 0; i < 1 + el; ++i) c.host(g).framework_op();
     mp::issue_permute(c, *k_, g, s, ru, el, rows, [this, g] { fn_->permute(g); });
     if (!ex.per_expert.empty()) {
       gpu::KernelSpec g1 = k_->gemm1_model(ex.per_expert).kernel("gemm1");
@@ -543,8 +559,16 @@ class DeepEpSystem final : public MoeSystem {
     gpu::KernelSpec sum = k_->memory(g, "unpermute_scatter_add", rows * (row + mp::kLongBytes) + ru * row);
     sum.on_done = [this, g] { fn_->unpermute(g); };
     op(g, s, Activity::Scaling, std::move(sum));
+    issue_combine(g);
+  }
 
-    // intranode_combine: cached_notify_combine, then the combine kernel.
+  // FusedCombine.apply (fused_a2a.py:257), then intranode_combine: cached_notify_combine, the
+  // output from the caching allocator (deep_ep.cpp:744; internode :1306), the combine kernel.
+  void issue_combine(int g) {
+    Cluster& c = *c_;
+    gpu::Stream& s = c.stream(g);
+    gpu::Stream& comm = *gpus_[g].comm;
+    c.host(g).autograd_function();
     stream_wait(g, comm, s, "combine after compute");
     c.host(g).framework_op();
     const uint64_t n = static_cast<uint64_t>(c.gpus());
@@ -559,6 +583,7 @@ class DeepEpSystem final : public MoeSystem {
     nc.extra_block_bytes = n * 2 * kIntBytes;
     if (inter_) nc.barrier_peers = internode_barrier_peers(g);
     c.launch(g, comm, Activity::Communication, deepep_notify_kernel(c, g, nc, combine_barrier_, nullptr));
+    c.host(g).allocate(1);
     auto cid = std::make_shared<gpu::KernelId>();
     gpu::KernelSpec comb = inter_ ? inter_->combine(g) : combine_->kernel.kernel(g);
     comb.on_done = [this, g, cid] {

@@ -168,6 +168,19 @@ class MegatronTeSystem final : public MoeSystem {
     call.launch(g, c_->stream(g), [this, g, c, done = std::move(done)] { done(*c->resident_at(g), c_->sim().now()); });
   }
 
+  // Megatron's all_to_all (NVIDIA/Megatron-LM 0014f13 tensor_parallel/mappings.py:531-534):
+  // _AllToAll.apply, an autograd Function whose forward (L416-445) calls input.contiguous() and
+  // input.new_empty() (host-only torch calls) before all_to_all_single; with one rank it
+  // returns its input after the apply.
+  template <class Call>
+  void all_to_all(int g, Call* call, std::function<void(Time, Time)> done) {
+    c_->host(g).autograd_function();
+    if (!call) return;
+    c_->host(g).framework_op();
+    c_->host(g).framework_op();
+    group_call(g, *call, std::move(done));
+  }
+
   // Transformer Engine's GroupedLinear in bf16 (fc1 or fc2): its torch calls from Python
   // (TE v1.13 e5edd6cc grouped_linear.py: `_GroupedLinear.apply` L755, `inp.view` and
   // `torch.split` L81, `torch.empty` L194, `torch.split(out)` L203, the custom op
@@ -299,13 +312,12 @@ class MegatronTeSystem final : public MoeSystem {
     const uint64_t row_bytes = static_cast<uint64_t>(w.model().row_bytes());
     const uint64_t in = static_cast<uint64_t>(layouts_[g].gather_total);
     const bool tp = gather_ != nullptr;
-    if (dispatch_) {
-      group_call(g, *dispatch_, [this, g, tp](Time start, Time end) {
-        c_->phases(g).dispatch_start = start;
-        if (!tp) c_->phases(g).dispatch_end = end;
-      });
-      group_call(g, *probs_, [](Time, Time) {});
-    } else {  // the all-to-all's output is its input
+    all_to_all(g, dispatch_.get(), [this, g, tp](Time start, Time end) {
+      c_->phases(g).dispatch_start = start;
+      if (!tp) c_->phases(g).dispatch_end = end;
+    });
+    all_to_all(g, probs_.get(), [](Time, Time) {});
+    if (!dispatch_) {  // the all-to-all's output is its input
       c_->host(g).call([this, g] {
         c_->stream(g).callback([this, g] {
           fn_->dispatch_landed(g, g);
@@ -398,12 +410,10 @@ class MegatronTeSystem final : public MoeSystem {
       });
       op(g, Activity::DataShuffle, k_->memory(g, "tp_to_bf16", mine * (mp::kProbBytes + dtype)));
     }
-    if (combine_) {
-      group_call(g, *combine_, [this, g](Time start, Time end) {
-        if (!c_->phases(g).combine_start) c_->phases(g).combine_start = start;
-        c_->phases(g).combine_end = end;
-      });
-    }
+    all_to_all(g, combine_.get(), [this, g](Time start, Time end) {
+      if (!c_->phases(g).combine_start) c_->phases(g).combine_start = start;
+      c_->phases(g).combine_end = end;
+    });
     // unpermute: torch.zeros(restore_shape), then scatter_add_ of the k rows of every token.
     const uint64_t t = static_cast<uint64_t>(w.tokens().count(g));
     op(g, Activity::DataShuffle, k_->memory(g, "unpermute_zeros", t * row_bytes));
