@@ -106,6 +106,33 @@ std::vector<std::vector<int32_t>> static_dispatch_map(const ReplicaPlan& plan) {
   return map;
 }
 
+std::vector<int32_t> static_dispatch(const ReplicaPlan& plan, const Routing& logical, const TokenPartition& tokens) {
+  const std::vector<std::vector<int32_t>> map = static_dispatch_map(plan);
+  const int64_t k = logical.top_k();
+  std::vector<int32_t> physical(static_cast<size_t>(logical.rows()));
+  for (int64_t t = 0; t < logical.tokens(); ++t) {
+    const auto& row = map[static_cast<size_t>(tokens.gpu_of_token(t))];
+    for (int64_t j = 0; j < k; ++j) physical[static_cast<size_t>(t * k + j)] = row[static_cast<size_t>(logical.expert(t, j))];
+  }
+  return physical;
+}
+
+double max_over_mean(const std::vector<int64_t>& counts) {
+  int64_t sum = 0, most = 0;
+  for (const int64_t c : counts) {
+    sum += c;
+    most = std::max(most, c);
+  }
+  if (sum == 0) return 0;
+  return static_cast<double>(most) * static_cast<double>(counts.size()) / static_cast<double>(sum);
+}
+
+std::vector<int64_t> rows_per_gpu(const ReplicaPlan& plan, const std::vector<int64_t>& rows_per_physical) {
+  std::vector<int64_t> rows(static_cast<size_t>(plan.gpus), 0);
+  for (size_t p = 0; p < rows_per_physical.size(); ++p) rows[static_cast<size_t>(plan.gpu_of[p])] += rows_per_physical[p];
+  return rows;
+}
+
 Routing physical_routing(const Routing& logical, const std::vector<int32_t>& physical, int64_t physical_experts) {
   if (static_cast<int64_t>(physical.size()) != logical.rows()) throw std::logic_error("physical_routing: one id per row");
   Routing r(logical.tokens(), physical_experts, logical.top_k());

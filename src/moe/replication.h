@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "moe/placement.h"
 #include "moe/routing.h"
 
 namespace moehub {
@@ -45,6 +46,16 @@ ReplicaPlan eplb_replicas(const std::vector<int64_t>& load, int64_t redundant, i
 // with a seeded random.Random; here in GPU order, replica rank order: the same counts).
 // Result: map[g][e] = physical id.
 std::vector<std::vector<int32_t>> static_dispatch_map(const ReplicaPlan& plan);
+
+// Each routed row's physical expert under static_dispatch_map, the row's source GPU being its
+// token's: physical[t * k + j].
+std::vector<int32_t> static_dispatch(const ReplicaPlan& plan, const Routing& logical, const TokenPartition& tokens);
+
+// The largest count over the mean count (1 = perfectly even; 0 for no rows).
+double max_over_mean(const std::vector<int64_t>& counts);
+
+// Rows each GPU's physical experts receive.
+std::vector<int64_t> rows_per_gpu(const ReplicaPlan& plan, const std::vector<int64_t>& rows_per_physical);
 
 // The routing with each slot's expert replaced by physical[t * k + j] (weights kept).
 Routing physical_routing(const Routing& logical, const std::vector<int32_t>& physical, int64_t physical_experts);

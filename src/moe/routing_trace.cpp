@@ -94,6 +94,9 @@ class TraceBuilder {
       throw fail(fmt::format("token {} of layer {} appears again (first at line {})", entry.token, entry.layer, first));
     }
     first = line;
+    if (entry.layer >= count_first_ && entry.layer <= count_last_) {
+      for (const int64_t e : entry.experts) ++counted_[static_cast<size_t>(e)];
+    }
     if (entry.layer != expect_.layer) return;
     const double k = static_cast<double>(expect_.top_k);
     for (size_t j = 0; j < entry.experts.size(); ++j) {
@@ -122,11 +125,28 @@ class TraceBuilder {
     return std::move(routing_);
   }
 
+  // Rows per expert summed over layers [first, last] (set before the lines are added).
+  void count_layers(int64_t first, int64_t last) {
+    count_first_ = first;
+    count_last_ = last;
+    counted_.assign(static_cast<size_t>(expect_.experts), 0);
+  }
+  std::vector<int64_t> counted() const {
+    for (int64_t l = count_first_; l <= count_last_; ++l) {
+      if (!seen_.count(l)) throw UserError(name_, fmt::format("has no routing for layer {} (an earlier layer the "
+                                                              "placement's history reads: workload.placement_window)",
+                                                              l));
+    }
+    return counted_;
+  }
+
  private:
   std::string name_;
   TraceExpectation expect_;
   Routing routing_;
   std::map<int64_t, std::vector<int64_t>> seen_;  // layer -> line of each token (0 = not yet)
+  int64_t count_first_ = 0, count_last_ = -1;      // layers whose rows are counted (none by default)
+  std::vector<int64_t> counted_;
 };
 
 Entry parse_csv_line(const std::string& text, const std::string& where) {
@@ -202,19 +222,18 @@ TraceFormat trace_format_of(const std::filesystem::path& file) {
                   fmt::format("'{}': unknown trace format; name it .csv or .jsonl (see docs/workload.md)", file.string()));
 }
 
-Routing read_routing_trace(const std::filesystem::path& file, const TraceExpectation& expect) {
-  const TraceFormat format = trace_format_of(file);
+namespace {
+
+std::ifstream open_trace(const std::filesystem::path& file) {
   std::error_code ec;
   std::ifstream in(file);
   if (!std::filesystem::is_regular_file(file, ec) || !in) {
     throw UserError("workload.routing_trace", fmt::format("no such file '{}'", file.string()));
   }
-  return parse_routing_trace(in, file.string(), format, expect);
+  return in;
 }
 
-Routing parse_routing_trace(std::istream& in, const std::string& name, TraceFormat format,
-                            const TraceExpectation& expect) {
-  TraceBuilder builder(name, expect);
+void parse_trace_lines(std::istream& in, const std::string& name, TraceFormat format, TraceBuilder& builder) {
   bool header_seen = format == TraceFormat::Jsonl;
   int64_t line_no = 0;
   for (std::string line; std::getline(in, line);) {
@@ -238,7 +257,36 @@ Routing parse_routing_trace(std::istream& in, const std::string& name, TraceForm
     }
   }
   if (!header_seen) throw UserError(name, "empty trace: expected the header line 'token,layer,experts,weights'");
+}
+
+}  // namespace
+
+Routing read_routing_trace(const std::filesystem::path& file, const TraceExpectation& expect) {
+  const TraceFormat format = trace_format_of(file);
+  std::ifstream in = open_trace(file);
+  return parse_routing_trace(in, file.string(), format, expect);
+}
+
+Routing parse_routing_trace(std::istream& in, const std::string& name, TraceFormat format,
+                            const TraceExpectation& expect) {
+  TraceBuilder builder(name, expect);
+  parse_trace_lines(in, name, format, builder);
   return builder.finish();
+}
+
+std::vector<int64_t> read_trace_layer_loads(const std::filesystem::path& file, const TraceExpectation& expect,
+                                            int64_t first, int64_t last) {
+  const TraceFormat format = trace_format_of(file);
+  std::ifstream in = open_trace(file);
+  return parse_trace_layer_loads(in, file.string(), format, expect, first, last);
+}
+
+std::vector<int64_t> parse_trace_layer_loads(std::istream& in, const std::string& name, TraceFormat format,
+                                             const TraceExpectation& expect, int64_t first, int64_t last) {
+  TraceBuilder builder(name, expect);
+  builder.count_layers(first, last);
+  parse_trace_lines(in, name, format, builder);
+  return builder.counted();
 }
 
 void write_routing_trace(std::ostream& out, const Routing& routing, int64_t layer, TraceFormat format) {

@@ -13,6 +13,7 @@
 #include <istream>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "moe/routing.h"
 
@@ -34,6 +35,14 @@ Routing read_routing_trace(const std::filesystem::path& file, const TraceExpecta
 // `name` stands for the file in error messages ("name:line").
 Routing parse_routing_trace(std::istream& in, const std::string& name, TraceFormat format,
                             const TraceExpectation& expect);
+
+// Rows per expert of layers first..last of the trace, summed (a placement's history,
+// placement_history.h). Every line is checked as above; a layer in the range without lines is
+// an error naming the file; the simulated layer need not be complete here.
+std::vector<int64_t> read_trace_layer_loads(const std::filesystem::path& file, const TraceExpectation& expect,
+                                            int64_t first, int64_t last);
+std::vector<int64_t> parse_trace_layer_loads(std::istream& in, const std::string& name, TraceFormat format,
+                                             const TraceExpectation& expect, int64_t first, int64_t last);
 
 // Writes one layer in the given format (weights printed so that they read back exactly).
 void write_routing_trace(std::ostream& out, const Routing& routing, int64_t layer, TraceFormat format);

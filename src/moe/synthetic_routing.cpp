@@ -110,13 +110,22 @@ std::vector<int64_t> synthetic_expert_loads(const SyntheticRoutingSpec& s) {
                                 "(every token on the same {} experts)",
                                 s.imbalance_std, s.experts, s.top_k, reachable, s.top_k));
   }
+  return synthetic_expert_loads_of_shape(s, synthetic_shape(s.seed, s.experts));
+}
+
+std::vector<double> synthetic_shape(uint64_t seed, int64_t experts) {
+  Rng shape_rng(seed, kShapeStream);
+  std::vector<double> z(static_cast<size_t>(experts));
+  for (double& v : z) v = shape_rng.normal();
+  return z;
+}
+
+std::vector<int64_t> synthetic_expert_loads_of_shape(const SyntheticRoutingSpec& s, std::vector<double> z) {
+  if (static_cast<int64_t>(z.size()) != s.experts) throw std::logic_error("synthetic_expert_loads: one shape value per expert");
   const size_t n = static_cast<size_t>(s.experts);
   const double cap = 1.0 / static_cast<double>(s.top_k);
 
-  // A fixed random shape (which experts are hot), scaled until the fractions have the std.
-  Rng shape_rng(s.seed, kShapeStream);
-  std::vector<double> z(n);
-  for (double& v : z) v = shape_rng.normal();
+  // The shape (which experts are hot), scaled until the fractions have the std.
   const double mean = std::accumulate(z.begin(), z.end(), 0.0) / static_cast<double>(n);
   for (double& v : z) v -= mean;
   double spread = 0;

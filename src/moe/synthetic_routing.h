@@ -27,6 +27,14 @@ double max_load_std(int64_t experts, int64_t top_k);
 // request exceeds max_load_std.
 std::vector<int64_t> synthetic_expert_loads(const SyntheticRoutingSpec& spec);
 
+// The generator's two steps apart, for past batches whose shape is blended from several draws
+// (placement_history.h): the raw shape draw of a seed (one N(0, 1) value per expert, before
+// centring and scaling), and the loads of a given raw shape (spec.seed orders the remainder's
+// ties). synthetic_expert_loads(spec) = synthetic_expert_loads_of_shape(spec,
+// synthetic_shape(spec.seed, spec.experts)); the spec is checked by synthetic_expert_loads only.
+std::vector<double> synthetic_shape(uint64_t seed, int64_t experts);
+std::vector<int64_t> synthetic_expert_loads_of_shape(const SyntheticRoutingSpec& spec, std::vector<double> shape);
+
 // A full routing with exactly those loads; weights of each token are a flat Dirichlet draw
 // (they sum to 1 and are sorted, largest first). Deterministic in the spec.
 Routing generate_synthetic_routing(const SyntheticRoutingSpec& spec);

@@ -1,6 +1,7 @@
 #include "moe/workload.h"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <optional>
 
 #include "config/param_table.h"
@@ -36,6 +37,24 @@ ParamTable<WorkloadConfig> workload_table() {
       .at_least(0)
       .at_most(4096)
       .in_unit("experts");
+  t.choice("workload.placement_load", &WorkloadConfig::placement_load,
+           std::vector<std::pair<std::string, PlacementLoad>>{{"this-layer", PlacementLoad::ThisLayer},
+                                                              {"previous", PlacementLoad::Previous}},
+           "The load EPLB places redundant experts from: this-layer = the simulated batch's own (an oracle); previous = "
+           "the sum of workload.placement_window past batches' (SGLang rebalances from a window of past forward "
+           "passes; docs/workload.md)");
+  t.integer("workload.placement_window", &WorkloadConfig::placement_window,
+            "Past batches whose loads EPLB sums with placement_load = previous (synthetic: draws of the generator; "
+            "trace: the layers before workload.trace_layer)")
+      .at_least(1)
+      .at_most(1000)
+      .in_unit("batches");
+  t.real("workload.placement_correlation", &WorkloadConfig::placement_correlation,
+         "Correlation of each synthetic past batch's expert popularity with the simulated batch's (placement_load = "
+         "previous): 0 = independent draws, 1 = the same popularity")
+      .at_least(0)
+      .at_most(1)
+      .in_unit("fraction");
   t.integer("parallel.tp", &WorkloadConfig::tp,
             "Tensor-parallel degree of the experts (EP+TP, Megatron-LM's expert tensor parallelism): run.gpus = EP x TP, "
             "each expert sharded over TP consecutive GPUs; 1 = pure expert parallelism")
@@ -43,6 +62,47 @@ ParamTable<WorkloadConfig> workload_table() {
       .at_most(64)
       .in_unit("GPUs");
   return t;
+}
+
+// The load EPLB places from (placement_history.h); `source` gets what the report says of it.
+std::vector<int64_t> placement_load(const WorkloadConfig& c, const ModelShape& model, const Routing& logical,
+                                    nlohmann::json& source) {
+  if (c.placement_load == PlacementLoad::ThisLayer) {
+    source["placement_load"] = "this-layer";
+    return logical.tokens_per_expert();
+  }
+  source["placement_load"] = "previous";
+  source["placement_window"] = c.placement_window;
+  std::vector<int64_t> load;
+  if (c.routing_trace.empty()) {
+    load = synthetic_history_load(
+        SyntheticRoutingSpec{c.tokens, model.experts(), model.top_k(), c.imbalance_std, c.seed}, c.placement_window,
+        c.placement_correlation);
+    source["placement_correlation"] = c.placement_correlation;
+    source["placement_from"] = fmt::format("synthetic: past batches 1..{} (seeds derived from run.seed {})", c.placement_window, c.seed);
+  } else {
+    const int64_t first = c.trace_layer - c.placement_window;
+    if (first < 0) {
+      throw UserError("workload.placement_window",
+                      fmt::format("{} past layers of the trace are needed before workload.trace_layer = {}; it has {}",
+                                  c.placement_window, c.trace_layer, c.trace_layer));
+    }
+    load = read_trace_layer_loads(c.routing_trace,
+                                  TraceExpectation{c.tokens, model.experts(), model.top_k(), c.trace_layer}, first,
+                                  c.trace_layer - 1);
+    source["placement_from"] = fmt::format("trace layers {}..{}", first, c.trace_layer - 1);
+  }
+  source["placement_tokens_per_expert"] = load;
+  return load;
+}
+
+// Per-physical-expert and per-GPU balance of a placement's rows.
+nlohmann::json placement_balance(const ReplicaPlan& plan, const std::vector<int64_t>& rows) {
+  const std::vector<int64_t> gpu = rows_per_gpu(plan, rows);
+  return {{"max_tokens_per_physical_expert", rows.empty() ? 0 : *std::max_element(rows.begin(), rows.end())},
+          {"max_over_mean_physical", max_over_mean(rows)},
+          {"max_rows_per_gpu", *std::max_element(gpu.begin(), gpu.end())},
+          {"max_over_mean_gpu", max_over_mean(gpu)}};
 }
 
 }  // namespace
@@ -73,14 +133,17 @@ Workload::Workload(WorkloadConfig config, ModelShape model, Routing routing, Tok
 }
 
 Workload Workload::replicated(WorkloadConfig config, const ModelShape& model, Routing logical, TokenPartition tokens) {
-  ReplicaPlan plan = eplb_replicas(logical.tokens_per_expert(), config.redundant_experts, config.gpus);
+  nlohmann::json source;
+  const std::vector<int64_t> load = placement_load(config, model, logical, source);
+  ReplicaPlan plan = eplb_replicas(load, config.redundant_experts, config.gpus);
   // The software systems' choice: SGLang's static map per source GPU (replication.h).
-  const std::vector<std::vector<int32_t>> map = static_dispatch_map(plan);
-  const int64_t k = logical.top_k();
-  std::vector<int32_t> physical(static_cast<size_t>(logical.rows()));
-  for (int64_t t = 0; t < logical.tokens(); ++t) {
-    const auto& row = map[static_cast<size_t>(tokens.gpu_of_token(t))];
-    for (int64_t j = 0; j < k; ++j) physical[static_cast<size_t>(t * k + j)] = row[static_cast<size_t>(logical.expert(t, j))];
+  const std::vector<int32_t> physical = static_dispatch(plan, logical, tokens);
+  if (config.placement_load == PlacementLoad::Previous) {
+    // What EPLB would have done with this batch's own load, for the report.
+    const ReplicaPlan oracle = eplb_replicas(logical.tokens_per_expert(), config.redundant_experts, config.gpus);
+    const std::vector<int64_t> rows =
+        physical_routing(logical, static_dispatch(oracle, logical, tokens), oracle.physical()).tokens_per_expert();
+    source["oracle"] = placement_balance(oracle, rows);
   }
   ModelShape pm = model;
   pm.router.experts = plan.physical();
@@ -89,6 +152,7 @@ Workload Workload::replicated(WorkloadConfig config, const ModelShape& model, Ro
   Workload w(std::move(config), pm, physical_routing(logical, physical, plan.physical()), tokens, std::move(placement));
   w.logical_ = Logical{model, std::make_shared<const Routing>(std::move(logical))};
   w.replicas_ = std::move(plan);
+  w.placement_source_ = std::move(source);
   return w;
 }
 
@@ -118,6 +182,7 @@ Workload Workload::with_replica_choice(const std::vector<int32_t>& physical) con
   Workload w(config_, model_, physical_routing(logical_routing(), physical, model_.experts()), tokens_, placement_);
   w.logical_ = logical_;
   w.replicas_ = replicas_;
+  w.placement_source_ = placement_source_;
   return w;
 }
 
@@ -173,6 +238,12 @@ nlohmann::json Workload::summary() const {
     j["redundant_experts"] = config_.redundant_experts;
     j["replication"] = replica_summary(replicas_, routing_);
     j["replication"]["dispatch"] = "static (SGLang's logical-to-rank map; the software systems)";
+    nlohmann::json& rep = j["replication"];
+    const nlohmann::json achieved = placement_balance(replicas_, rep["tokens_per_physical_expert"].get<std::vector<int64_t>>());
+    rep["max_over_mean_physical"] = achieved["max_over_mean_physical"];
+    rep["max_rows_per_gpu"] = achieved["max_rows_per_gpu"];
+    rep["max_over_mean_gpu"] = achieved["max_over_mean_gpu"];
+    for (const auto& [key, value] : placement_source_.items()) rep[key] = value;
   }
   if (tp_.tp() > 1) {
     j["tp"] = {{"tp", tp_.tp()}, {"ep", tp_.ep()}, {"shard_ffn", tp_.shard_ffn()}, {"shard_experts", tp_.shard_experts()},

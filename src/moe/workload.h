@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "moe/model_shape.h"
 #include "moe/placement.h"
+#include "moe/placement_history.h"
 #include "moe/replication.h"
 #include "moe/routing.h"
 #include "moe/tp_layout.h"
@@ -27,6 +28,9 @@ struct WorkloadConfig {
   int64_t trace_layer = 0;           // workload.trace_layer
   std::vector<int64_t> expert_map;   // workload.expert_map (empty: contiguous)
   int64_t redundant_experts = 0;     // workload.redundant_experts (0: no replicas)
+  PlacementLoad placement_load = PlacementLoad::ThisLayer;  // workload.placement_load
+  int64_t placement_window = 1;      // workload.placement_window (past batches)
+  double placement_correlation = 0;  // workload.placement_correlation
   int64_t tp = 1;                    // parallel.tp (1: pure expert parallelism)
 
   static WorkloadConfig from(const Config& config);
@@ -36,7 +40,8 @@ class Workload {
  public:
   // Checks in this order: tokens vs GPUs (run.tokens), placement (model.experts or
   // workload.expert_map), then builds or reads the routing. Errors are UserErrors.
-  // With redundant experts the placement is EPLB's from the routed load (replication.h) and
+  // With redundant experts the placement is EPLB's (replication.h) from the load
+  // workload.placement_load names (placement_history.h: this batch's, or past batches') and
   // the routing is the software systems' physical view (SGLang's static dispatch map).
   // With parallel.tp = T > 1 the physical experts are the E * T shard experts of tp_layout.h
   // (FFN width F / T, k * T slots per token: slot j * T + r is slot j's TP rank r, with slot
@@ -88,6 +93,7 @@ class Workload {
 
   WorkloadConfig config_;
   Logical logical_;
+  nlohmann::json placement_source_;  // with replicas: the load EPLB placed from, against the oracle (report)
   ReplicaPlan replicas_;
   ModelShape model_;
   Routing routing_;

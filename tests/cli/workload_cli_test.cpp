@@ -174,3 +174,13 @@ TEST(WorkloadCli, RedundantExpertsBadInputs) {
                     "workload.redundant_experts=8", "--set", "hub.apt.replica_entries=1", "--systems", "moehub"},
                    "hub.apt.replica_entries: 8 logical experts have replicas");
 }
+
+// EPLB placing from a past batch (docs/workload.md "Placement from past batches"): the
+// placement moves, the routing does not, and every system still reproduces the reference.
+TEST(WorkloadCli, PreviousPlacementVerifies) {
+  const Result v = moehub({"verify", "--systems", "all", "--imbalance", "0.03", "--set", "workload.redundant_experts=4",
+                           "--set", "workload.placement_load=previous", "--set", "workload.placement_window=2"});
+  EXPECT_EQ(v.status, 0) << v.out << v.err;
+  expect_bad_input({"run", "--set", "workload.placement_load=sometimes"}, "workload.placement_load");
+  expect_bad_input({"run", "--set", "workload.placement_window=0"}, "workload.placement_window");
+}

@@ -45,6 +45,9 @@ routing_trace = ""
 trace_layer = 0
 expert_map = []
 redundant_experts = 0
+placement_load = "this-layer"
+placement_window = 1
+placement_correlation = 0.0
 [parallel]
 tp = 1
 )",
