@@ -79,6 +79,10 @@ ParamTable<HubConfig> hub_table() {
   t.integer("hub.address_bits", &HubConfig::address_bits, "Width of a device address held in hub tables")
       .range(16, 64)
       .in_unit("bits");
+  t.boolean("hub.flow_batch_runs", &HubConfig::flow_batch_runs,
+            "A stated reduction, active only with net.flow_batch_bytes > 0 at flow fidelity: a flow batch's run of "
+            "contiguous whole st.rowsp lines of one row lands at the receiving hub as one write (one RAT access, one "
+            "memory write, one landed report); st. lines of a run share one memory write, each still reported");
 
   const auto aau = [](auto m) { return in(&HubConfig::aau, m); };
   t.integer("hub.rat.entries", aau(&AauConfig::rat_entries),

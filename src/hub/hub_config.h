@@ -90,6 +90,9 @@ struct AreaConfig {
 struct HubConfig {
   Frequency clock;  // copied into each unit's clock
   uint32_t address_bits = 49;
+  // A stated reduction with net.flow_batch_bytes: a flow batch's run of whole lines of one row
+  // lands as one write (one RAT access, one memory write, one landed report).
+  bool flow_batch_runs = false;
   AauConfig aau;
   RpmConfig rpm;
   DamConfig dam;

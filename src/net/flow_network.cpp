@@ -176,7 +176,11 @@ void FlowNetwork::deliver_batch(uint32_t id) {
   std::vector<Packet> packets = std::move(batches_.at(id).packets);
   batches_.at(id).packets.clear();
   batches_.release(id);
-  for (Packet& p : packets) deliver_released(std::move(p));
+  if (deliver_together(packets)) {
+    for (const Packet& p : packets) windows_.release(p.src, p.dst, p.payload_bytes, p.kind);
+  } else {
+    for (Packet& p : packets) deliver_released(std::move(p));
+  }
   packets.clear();
   if (batches_.at(id).packets.capacity() == 0) batches_.at(id).packets = std::move(packets);  // keeps the storage
 }

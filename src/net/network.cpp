@@ -25,6 +25,11 @@ void TransferNetwork::deliver(Packet&& packet) {
   if (PacketReceiver* r = receivers_.at(packet.dst)) r->deliver(std::move(packet));
 }
 
+bool TransferNetwork::deliver_together(std::span<const Packet> packets) {
+  PacketReceiver* r = packets.empty() ? nullptr : receivers_.at(packets.front().dst);
+  return r && r->deliver_batch(packets);
+}
+
 void TransferNetwork::request_room(int gpu, RoomListener* listener) {
   // A message can always be sent; a caller that asks anyway hears back at once.
   sim_.schedule_in(Time::zero(), [gpu, listener] { listener->on_room(gpu); });

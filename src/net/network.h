@@ -124,6 +124,9 @@ class TransferNetwork : public Network {
  protected:
   // Hands an arrived message to its destination's receiver (if any).
   void deliver(Packet&& packet);
+  // Offers a batch of messages to one destination to its receiver at once (deliver_batch);
+  // false if there is none or it declines.
+  bool deliver_together(std::span<const Packet> packets);
 
  private:
   Simulator& sim_;

@@ -3,6 +3,7 @@
 // receive them, and hear about acknowledgements and buffer room.
 
 #include <cstdint>
+#include <span>
 
 namespace moehub {
 
@@ -86,6 +87,13 @@ class PacketReceiver {
   // calls PacketNetwork::resume_ingress(gpu). Response-class packets are always accepted.
   virtual bool can_accept(const Packet&) { return true; }
   virtual void deliver(Packet&& packet) = 0;
+  // Flow batches (net.flow_batch_bytes): a receiver may take a batch's messages together, in
+  // order (true: the network frees their window room after all of them), or leave them to
+  // deliver() one by one, each followed by its room (false, the default).
+  virtual bool deliver_batch(std::span<const Packet> packets) {
+    (void)packets;
+    return false;
+  }
 };
 
 // Told once when a GPU's egress FIFO has room again after an injection was refused.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <span>
 #include <vector>
 
 #include "net/flow_network.h"
@@ -15,21 +16,31 @@ namespace {
 
 struct Arrivals final : PacketReceiver {
   Simulator* sim = nullptr;
+  bool takes_batches = false;  // deliver_batch takes a batch whole (MoE-Hub's hub.flow_batch_runs)
   std::vector<std::pair<uint64_t, int64_t>> at;  // (cookie, ps)
+  std::vector<size_t> batches;                   // messages per batch taken whole
   void deliver(Packet&& p) override { at.emplace_back(p.cookie, sim->now().ps()); }
+  bool deliver_batch(std::span<const Packet> packets) override {
+    if (!takes_batches) return false;
+    batches.push_back(packets.size());
+    for (const Packet& p : packets) at.emplace_back(p.cookie, sim->now().ps());
+    return true;
+  }
 };
 
 // Four 128 B messages 0 -> 1 at t = 0 on h800_like: 144 wire bytes each at 200 GB/s, so the
 // pair's flow serves one every 720 ps; each arrives after its payload has left plus the last
 // packet's plane link (144 B at 50 GB/s, 2880 ps) and 250 + 100 + 250 ns: 602880 ps.
-std::vector<std::pair<uint64_t, int64_t>> four_lines(uint32_t batch_bytes, bool batchable, uint32_t last_bytes = 128) {
+std::vector<std::pair<uint64_t, int64_t>> four_lines(uint32_t batch_bytes, bool batchable, uint32_t last_bytes = 128,
+                                                     Arrivals* receiver = nullptr) {
   NetConfig c = test::h800_like(2);
   c.fidelity = NetFidelity::Flow;
   c.flow_merge_pairs = true;
   c.flow_batch_bytes = batch_bytes;
   Simulator sim;
   FlowNetwork net(c, sim);
-  Arrivals rx;
+  Arrivals own;
+  Arrivals& rx = receiver ? *receiver : own;
   rx.sim = &sim;
   net.set_receiver(1, &rx);
   for (uint64_t i = 0; i < 4; ++i) {
@@ -65,6 +76,25 @@ TEST(FlowBatch, ABatchOfLinesArrivesTogetherWhenItsLastByteHas) {
   EXPECT_EQ(at[1], std::make_pair(uint64_t{1}, int64_t{2160 + 602880}));
   EXPECT_EQ(at[2], std::make_pair(uint64_t{2}, int64_t{2160 + 602880}));
   EXPECT_EQ(at[3], std::make_pair(uint64_t{3}, int64_t{2880 + 602880}));
+}
+
+// A receiver that takes a batch whole gets its messages at once, in order, at the same times
+// as one by one ({0}, {1, 2}, {3}); every window slot still comes back (four_lines checks).
+// Without batches it is never asked.
+TEST(FlowBatch, AReceiverMayTakeABatchWhole) {
+  Arrivals taker;
+  taker.takes_batches = true;
+  const auto at = four_lines(256, true, 128, &taker);
+  ASSERT_EQ(at.size(), 4u);
+  EXPECT_EQ(taker.batches, (std::vector<size_t>{1, 2, 1}));
+  EXPECT_EQ(at[0], std::make_pair(uint64_t{0}, int64_t{720 + 602880}));
+  EXPECT_EQ(at[1], std::make_pair(uint64_t{1}, int64_t{2160 + 602880}));
+  EXPECT_EQ(at[2], std::make_pair(uint64_t{2}, int64_t{2160 + 602880}));
+  EXPECT_EQ(at[3], std::make_pair(uint64_t{3}, int64_t{2880 + 602880}));
+  Arrivals exact;
+  exact.takes_batches = true;
+  EXPECT_EQ(four_lines(0, true, 128, &exact).size(), 4u);
+  EXPECT_TRUE(exact.batches.empty());
 }
 
 TEST(FlowBatch, OnlyMarkedMessagesJoinAndTheLimitCountsBytes) {

@@ -494,5 +494,31 @@ TEST(MoeHubSystems, FlowBatchesKeepEveryLineAndItsDamCount) {
   EXPECT_LT(flows(b.at(0)), flows(a.at(0)));
 }
 
+// hub.flow_batch_runs (a stated reduction): a batch's run of whole lines of one row lands as one
+// write. The same rows land (verify passes), the DAM counts the same bytes, the hubs send the
+// same packets and allocate the same rows, each once (one miss a row), and every run of two or
+// more lines saves RAT accesses (fewer hits).
+TEST(MoeHubSystems, FlowBatchRunsLandARunOfLinesAsOneWrite) {
+  // 1 KiB rows (hidden 512 x 2 B): eight lines each, so a batch can carry runs.
+  std::vector<std::string> sets{"net.fidelity=flow", "net.flow_merge_pairs=true", "net.flow_batch_bytes=4KiB",
+                                "model.hidden=512", "model.ffn_hidden=256"};
+  const LayerSetup lines(sets, true);
+  sets.emplace_back("hub.flow_batch_runs=true");
+  const LayerSetup runs(sets, true);
+  const auto a = lines.run("moehub,mh-base", true);
+  const auto b = runs.run("moehub,mh-base", true);
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(b.at(i).functional_passed) << b.at(i).result.functional.dump();
+    if (i == 0) EXPECT_EQ(hub(a.at(i))["dam"]["counted_bytes"], hub(b.at(i))["dam"]["counted_bytes"]);  // mh-base: no DAM
+    EXPECT_EQ(hub(a.at(i))["egress"]["packets"], hub(b.at(i))["egress"]["packets"]) << b.at(i).name;
+    EXPECT_EQ(hub(a.at(i))["aau"]["rat_misses"], hub(b.at(i))["aau"]["rat_misses"]) << b.at(i).name;
+    EXPECT_EQ(hub(a.at(i))["aau"]["rows_allocated"], hub(b.at(i))["aau"]["rows_allocated"]) << b.at(i).name;
+    EXPECT_LT(hub(b.at(i))["aau"]["rat_hits"].get<uint64_t>(), hub(a.at(i))["aau"]["rat_hits"].get<uint64_t>())
+        << b.at(i).name;
+  }
+}
+
 }  // namespace
 }  // namespace moehub

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <fmt/format.h>
+#include <span>
 #include <stdexcept>
 
 #include "net/network.h"
@@ -79,11 +80,30 @@ class HubFabric::Ingress final : public PacketReceiver {
                else gpu_.memory_write(bytes, std::move(done));
              }),
         line_(fabric.hub_.rpm.entry_bytes),
-        granule_(fabric.hub_.rpm.mask_granule_bytes) {}
+        granule_(fabric.hub_.rpm.mask_granule_bytes),
+        full_mask_(mask_of(0, line_, granule_)) {}
 
   AddressAllocationUnit& aau() { return aau_; }
 
-  void deliver(Packet&& packet) override {
+  void deliver(Packet&& packet) override { take(packet); }
+
+  // hub.flow_batch_runs (a stated reduction): a run of whole lines that continue one another (a
+  // row's next line, or the next st. line) lands as one write; every other message as alone.
+  bool deliver_batch(std::span<const Packet> packets) override {
+    if (!f_.hub_.flow_batch_runs) return false;
+    for (size_t i = 0; i < packets.size();) {
+      size_t j = i + 1;
+      if (whole_line(packets[i])) {
+        while (j < packets.size() && continues(packets[j - 1], packets[j])) ++j;
+      }
+      if (j - i == 1) take(packets[i]);
+      else land_run(packets[i], static_cast<uint32_t>(j - i));
+      i = j;
+    }
+    return true;
+  }
+
+  void take(const Packet& packet) {
     if (packet.kind != PacketKind::Write && packet.kind != PacketKind::RowSparseWrite) return;
     if (packet.header == kLineMessageHeader) return unpack(static_cast<uint32_t>(packet.cookie));
     // The packet carries what the destination hub needs: the store's encoding in its header,
@@ -111,6 +131,39 @@ class HubFabric::Ingress final : public PacketReceiver {
     } else {
       land_plain(src, (h.address & kLocalMask) + first, h.payload_bytes, h.valid_mask, false);
     }
+  }
+
+  bool whole_line(const Packet& p) const {
+    return (p.kind == PacketKind::Write || p.kind == PacketKind::RowSparseWrite) && p.header != kLineMessageHeader &&
+           p.payload_bytes == line_ && p.byte_mask == full_mask_;
+  }
+  // `b` is the line after `a`: the same row's next line (the header names the row), or the next
+  // st. line (the header is its address).
+  bool continues(const Packet& a, const Packet& b) const {
+    if (!whole_line(b) || b.kind != a.kind || b.src != a.src) return false;
+    if (a.kind == PacketKind::RowSparseWrite) return b.header == a.header && b.cookie == a.cookie + line_;
+    return b.header == a.header + line_;
+  }
+  // `lines` whole lines from `first` on: st.rowsp through one AAU placement and one write, st.
+  // by one memory write, each line's landed report at its end (a run may span st. rows).
+  void land_run(const Packet& first, uint32_t lines) {
+    const HubTag t = HubTag::decode(first.header);
+    const auto bytes = static_cast<uint32_t>(lines * line_);
+    if (t.rowsp) {
+      place(first.src,
+            RowspStore{MallocId::encode(static_cast<uint32_t>(g_), t.region), t.row_id, first.cookie, bytes, t.nop},
+            ~0ULL, true);
+      return;
+    }
+    gpu_.memory_write(bytes, [this, src = first.src, address = t.address, lines] {
+      LandedWrite l;
+      l.src = src;
+      l.bytes = static_cast<uint32_t>(line_);
+      for (uint32_t k = 0; k < lines; ++k) {
+        l.address = address + k * line_;
+        f_.listener_.on_landed(g_, l);
+      }
+    });
   }
 
   // A message of the internode path: its lines in the order they were appended, each placed
@@ -210,6 +263,7 @@ class HubFabric::Ingress final : public PacketReceiver {
   AddressAllocationUnit aau_;
   uint64_t line_;
   uint32_t granule_;
+  uint64_t full_mask_;  // every granule of a line valid
   Slab<Landing> landings_;
 };
 
