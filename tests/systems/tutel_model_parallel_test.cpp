@@ -65,14 +65,15 @@ TEST(TutelModelParallel, DispatchSendsEverySlotToEveryShard) {
     for (int d = 0; d < 4; ++d) EXPECT_EQ(bytes(s, d), 1024u) << s << " -> " << d;
   }
   EXPECT_EQ(tutel_a2a_bytes({2, 0}, 8, 128)(1, 0), 2048u);  // pure EP, 2 local experts on GPU 0
-  // On wires between GPU pairs: dispatch and combine 4 x 3 x 1024 B each, and the fc2-bias
-  // all-gather: each GPU's 32 bf16 (64 B) to its shard partner.
+  // On wires between GPU pairs: dispatch and combine 4 x 3 x 1024 B each, a pair small enough
+  // for NCCL's LL protocol (16-byte lines of 8 data bytes and a flag: 2 x the bytes;
+  // net/collectives.h), and the fc2-bias all-gather: each GPU's 32 bf16 (64 B) to its partner.
   test::SystemRun r("tutel",
                     {"run.gpus=4", "parallel.tp=2", "model.experts=2", "run.tokens=32", "systems.tutel.parallel_type=model"},
                     true, test::ConfigBase::Verify, test::kToy);
   r.run();
   EXPECT_EQ(r.stats["capacity"], 8);
-  EXPECT_EQ(r.cluster->network().stats()["bytes"], 2 * 4 * 3 * 1024 + 4 * 64);
+  EXPECT_EQ(r.cluster->network().stats()["bytes"], 2 * (2 * 4 * 3 * 1024) + 4 * 64);
   EXPECT_TRUE(r.functional->passed()) << r.functional->report().dump();
 }
 
