@@ -157,6 +157,13 @@ TEST(Tutel, ModelParallelOpCountsAsTheCodeIssuesThem) {
       EXPECT_EQ(o.syncs, 0u) << "GPU " << g;
     }
   }
+  // r = 3 (24 GPUs) does not divide H = 64: each GPU holds ceil(64 / 3) = 22 bias elements, and
+  // the gathered 66 are sliced back to 64 (ffn.py:93-94): one op more; r + 2 = 5 bias kernels.
+  auto r3 = run_system("tutel", {"run.gpus=24", "parallel.tp=3", "model.ffn_hidden=192", "systems.tutel.parallel_type=model",
+                                 "systems.tutel.overlap_degree=1", "systems.tutel.capacity_factor=1.0"});
+  const gpu::HostOps o = r3->cluster->host(0).ops();
+  EXPECT_EQ(o.framework_ops, kOpsOutsideExchange + 4 + 27 + 13 + 1);
+  EXPECT_EQ(o.kernels, kKernelsOutsideExchange + 2 + 9 + 5);
 }
 
 // Padding: with capacity factor 4 every expert multiplies 8 x 2 * int(4 * 4) = 256 rows (two

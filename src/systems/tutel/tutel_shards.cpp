@@ -58,7 +58,8 @@ void TutelShards::repeat(int g, const SharedKernels& k, uint64_t buffer_bytes, T
 // (c10d: an event from the compute stream, the NCCL call on the group's stream, then per rank
 // `outputTensors_[j].copy_(outputFlattened[j])` on that stream, an end event; `work.wait()`
 // in Python makes the compute stream wait), output.view; zero_gather's view(-1), [:numel],
-// view(full_shape); ffn.py:89 view(1, 1, -1); ffn.py:90-91 torch.mul by 1 / r.
+// view(full_shape); ffn.py:89 view(1, 1, -1); ffn.py:90-91 torch.mul by 1 / r; ffn.py:93-94 the
+// slice back to H columns when r does not divide H.
 void TutelShards::fc2_bias(int g, const SharedKernels& k, int i, TutelFunctional& fn) {
   gpu::Host& host = c_.host(g);
   gpu::Stream& s = c_.stream(g);
@@ -84,6 +85,7 @@ void TutelShards::fc2_bias(int g, const SharedKernels& k, int i, TutelFunctional
   gpu::KernelSpec mul = k.memory(g, "tutel_fc2_bias_mul", 2 * full);
   mul.on_done = [&fn, g, i] { fn.bias_scaled(g, i); };
   c_.op(g, s, Activity::ExpertCompute, std::move(mul));
+  if (full != static_cast<uint64_t>(c_.model().hidden * c_.model().dtype_bytes)) host.framework_op();  // ffn.py:93-94 [:, :, :H]
 }
 
 void TutelShards::sum(int g, const SharedKernels& k, uint64_t buffer_bytes, TutelFunctional& fn) {
