@@ -175,6 +175,9 @@ std::optional<Unmodelled> missing_model(const SystemEntry& system, const Config&
     const std::string why = system.no_tp_path.empty() ? "has no EP+TP model yet" : "has no EP+TP model: " + system.no_tp_path;
     return Unmodelled{"parallel.tp", fmt::format("{}; run it with parallel.tp = 1 (got {})", why, tp)};
   }
+  if (tp > 1 && system.tp_refusal) {
+    if (std::string why = system.tp_refusal(config); !why.empty()) return Unmodelled{"parallel.tp", std::move(why)};
+  }
   return std::nullopt;
 }
 

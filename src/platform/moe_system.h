@@ -60,6 +60,9 @@ struct SystemEntry {
   bool tensor_parallel = false;
   // Without it, why: what the system's code does instead, cited (empty: not checked).
   std::string no_tp_path{};
+  // With it, where the system's own parameters decide: the whole reason it refuses this
+  // configuration's parallel.tp > 1 (empty: it runs it). Null: every parallel.tp runs.
+  std::string (*tp_refusal)(const Config&) = nullptr;
   // At flow fidelity: the most messages the system can have accepted by the network and not yet
   // delivered at once, from its paths' own limits (send windows, NCCL's FIFO slots); nullopt
   // where nothing below a phase's messages bounds them (platform/resource_estimate.cpp). Null:

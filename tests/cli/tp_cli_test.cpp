@@ -81,6 +81,23 @@ TEST(TpCli, AllRunsEverySystemWithATpModelAndListsTheOthers) {
   EXPECT_FALSE(nlohmann::json::parse(p.out).contains("skipped"));
 }
 
+// Tutel's parallel_type 'model' (docs/research/tutel-model-parallel.md): Mixtral's 8 experts on
+// 16 GPUs, each sharded over N / E = 2 GPUs; any other TP degree is refused with the code's reason.
+TEST(TpCli, TutelRunsAndVerifiesItsModelParallelPath) {
+  const std::string model = "systems.tutel.parallel_type=model";
+  const Result r = moehub({"run", "--format", "json", "--gpus", "16", "--tp", "2", "--model", "mixtral-8x7b", "--tokens",
+                           "512", "--systems", "tutel", "--set", model});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 1u);
+  EXPECT_EQ(j["results"][0]["stats"]["sharded_count"], 2);
+  EXPECT_GT(j["results"][0]["layer_us"].get<double>(), 0.0);
+  const Result v = moehub({"verify", "--gpus", "16", "--tp", "2", "--model", "mixtral-8x7b", "--systems", "tutel", "--set", model});
+  EXPECT_EQ(v.status, 0) << v.out << v.err;
+  expect_bad_input({"run", "--gpus", "16", "--tp", "4", "--tokens", "256", "--systems", "tutel", "--set", model},
+                   "parallel.tp: system 'tutel' runs EP+TP only at parallel.tp = N / E");
+}
+
 TEST(TpCli, SystemsWithoutTpRefuseAndBadShapesNameTheKey) {
   // Each says what its code does instead, with the citation (docs/systems/ep-tp.md).
   for (const auto& [s, cited] : std::vector<std::pair<std::string, std::string>>{

@@ -132,6 +132,40 @@ TEST(Tutel, UnpipelinedOpCountsAsTheCodeIssuesThem) {
   }
 }
 
+// parallel_type 'model' (16 GPUs, Mixtral's 8 experts, sharded_count r = 2; tutel_shards.h) adds
+// to the program above: y.repeat (1 op, 1 kernel) and its view (1); per FusedExpertsNetwork
+// call the fc2-bias all-gather (ffn.py:87-91 through communicate.py:179-187, 499-507):
+// PrimAllgather.apply, contiguous, empty, chunk, view(1, -1), dist.all_gather (events: record,
+// wait, NCCL kernel, r copies on the group's stream, record), work.wait (wait), output.view,
+// view(-1), [:numel], view(full_shape), view(1, 1, -1), torch.mul: 13 ops, 1 NCCL call, r + 2
+// kernels, 4 events; after the combine view and torch.sum (2 ops, 1 kernel).
+TEST(Tutel, ModelParallelOpCountsAsTheCodeIssuesThem) {
+  for (const int degree : {1, 2}) {
+    auto r = run_system("tutel", {"run.gpus=16", "parallel.tp=2", "systems.tutel.parallel_type=model",
+                                  "systems.tutel.overlap_degree=" + std::to_string(degree), "systems.tutel.capacity_factor=1.0"});
+    Cluster& c = *r->cluster;
+    const uint64_t d = static_cast<uint64_t>(degree);
+    const uint64_t exchange_ops = degree == 1 ? 27 : 5 + 21 * d, exchange_kernels = 9 * d;
+    for (int g = 0; g < c.gpus(); ++g) {
+      ASSERT_EQ(c.workload().placement().local_experts(g).size(), 1u);
+      const gpu::HostOps o = c.host(g).ops();
+      EXPECT_EQ(o.framework_ops, kOpsOutsideExchange + 4 + exchange_ops + 13 * d) << "GPU " << g << " degree " << degree;
+      EXPECT_EQ(o.kernels, kKernelsOutsideExchange + 2 + exchange_kernels + 4 * d) << "GPU " << g << " degree " << degree;
+      EXPECT_EQ(kernels(c, g).size(), kKernelsOutsideExchange + 2 + exchange_kernels + 4 * d) << "GPU " << g;
+      EXPECT_EQ(o.nccl_calls, 3 * d) << "GPU " << g;
+      EXPECT_EQ(o.events, (degree == 1 ? 8 : 4 * d + 4) + 4 * d) << "GPU " << g;
+      EXPECT_EQ(o.syncs, 0u) << "GPU " << g;
+    }
+  }
+  // r = 3 (24 GPUs) does not divide H = 64: each GPU holds ceil(64 / 3) = 22 bias elements, and
+  // the gathered 66 are sliced back to 64 (ffn.py:93-94): one op more; r + 2 = 5 bias kernels.
+  auto r3 = run_system("tutel", {"run.gpus=24", "parallel.tp=3", "model.ffn_hidden=192", "systems.tutel.parallel_type=model",
+                                 "systems.tutel.overlap_degree=1", "systems.tutel.capacity_factor=1.0"});
+  const gpu::HostOps o = r3->cluster->host(0).ops();
+  EXPECT_EQ(o.framework_ops, kOpsOutsideExchange + 4 + 27 + 13 + 1);
+  EXPECT_EQ(o.kernels, kKernelsOutsideExchange + 2 + 9 + 5);
+}
+
 // Padding: with capacity factor 4 every expert multiplies 8 x 2 * int(4 * 4) = 256 rows (two
 // 128-row tiles) where the exact counts are about 64 (one tile): more GEMM1 tiles and time.
 TEST(Tutel, CapacityPaddingCostsGemmTilesAndTime) {

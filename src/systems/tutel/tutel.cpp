@@ -18,7 +18,6 @@
 #include <optional>
 #include <stdexcept>
 
-#include "config/param_table.h"
 #include "gpu/gemm.h"
 #include "gpu/gpu.h"
 #include "gpu/memory_kernel.h"
@@ -30,44 +29,10 @@
 #include "systems/tutel/tutel_capacity.h"
 #include "systems/tutel/tutel_functional.h"
 #include "systems/tutel/tutel_gate.h"
+#include "systems/tutel/tutel_shards.h"
 #include "systems/tutel/tutel_system.h"
 
 namespace moehub {
-
-namespace {
-
-ParamTable<TutelConfig> tutel_table() {
-  ParamTable<TutelConfig> t;
-  t.real("systems.tutel.capacity_factor", &TutelConfig::capacity_factor,
-         "Tutel capacity factor: > 0 static capacity k*int(cf*ceil(T/E)); 0 dynamic (max count); < 0 dynamic capped at |cf|");
-  t.choice("systems.tutel.overlap_degree", &TutelConfig::overlap_degree,
-           std::vector<std::pair<std::string, int>>{
-               {"adaptive", 0}, {"1", 1}, {"2", 2}, {"4", 4}, {"8", 8}, {"16", 16}, {"32", 32}},
-           "Chunks of the capacity dimension pipelined between all-to-all and experts (adaptive: see docs/systems/tutel.md)");
-  t.choice("systems.tutel.expert_ffn", &TutelConfig::expert_ffn, {"plain", "model"},
-           "Tutel's experts: plain = its 'ffn' type (fc1, activation, fc2; no gate projection) as the MoE-Hub "
-           "authors' harness builds it; model = the model preset's experts (gated GEMM1 when model.gated)");
-  t.choice("systems.tutel.a2a_algo", &TutelConfig::a2a_algo, {"linear", "2dh"},
-           "Tutel's all-to-all: linear = one NCCL all-to-all over every GPU; 2dh = use_2dh=True, a leg between "
-           "nodes over same-local-rank GPUs and one inside the node with re-layout copies (degree 1: between "
-           "first; degree > 1: the extension, inside first); default linear: MOELayer's use_2dh=False, "
-           "tutel@71db950 tutel/impls/moe_layer.py:81");
-  t.integer("systems.tutel.nccl_cta_threads", [](TutelConfig& c) -> uint32_t& { return c.nccl.threads; },
-            "Threads per NCCL CTA")
-      .at_least(32)
-      .at_most(1024);
-  return t;
-}
-
-}  // namespace
-
-void TutelConfig::declare(ParamRegistry& r) { tutel_table().declare(r); }
-
-TutelConfig TutelConfig::from(const Config& c) {
-  TutelConfig t;
-  tutel_table().read(c, t);
-  return t;
-}
 
 namespace {
 
@@ -91,6 +56,8 @@ class TutelSystem final : public MoeSystem {
     const Workload& w = c.workload();
     const ModelShape& m = w.model();
     n_ = c.gpus();
+    r_ = w.tp().tp();  // sharded_count: > 1 only on parallel_type 'model''s path (tutel_tp_refusal)
+    if (r_ > 1 && cfg_.parallel_type != "model") throw std::logic_error("tutel: parallel.tp > 1 needs parallel_type 'model'");
     tokens_per_gpu_ = w.tokens().max_count();
     const int64_t max_rows = max_rows_per_source_expert(w);
     int64_t max_local = 0;
@@ -99,17 +66,18 @@ class TutelSystem final : public MoeSystem {
                                       : tutel_adaptive_degree(c.gpu_config(), m, n_, max_local, cfg_.capacity_factor,
                                                               tokens_per_gpu_, max_rows,
                                                               c.network().config().gpu_bandwidth);
-    capacity_ = tutel_capacity(cfg_.capacity_factor, tokens_per_gpu_, m.experts(), m.top_k(), max_rows, degree_);
+    // Alignment sharded_count x overlap degree (moe_layer.py:268), over the gate's experts.
+    capacity_ = tutel_capacity(cfg_.capacity_factor, tokens_per_gpu_, gate_model().experts(), gate_model().top_k(),
+                               max_rows, r_ * degree_);
     if (capacity_ < 1) throw UserError("systems.tutel.capacity_factor", "gives a capacity of 0 rows per expert");
-    slots_ = std::make_unique<TutelSlots>(w, capacity_);
+    slots_ = std::make_unique<TutelSlots>(r_ > 1 ? w.logical_routing() : w.routing(), w.tokens(), capacity_);
     chunk_ = capacity_ / degree_;
+    if (r_ > 1) shards_ = std::make_unique<TutelShards>(c, r_, degree_, cfg_.nccl);
 
     // Equal splits: every GPU sends each GPU that GPU's experts' chunk, padding included.
-    const uint64_t row = m.row_bytes();
-    PerPair<uint64_t> bytes(n_);
-    for (int s = 0; s < n_; ++s) {
-      for (int d = 0; d < n_; ++d) bytes(s, d) = to_u64(local(d)) * to_u64(chunk_) * row;
-    }
+    std::vector<int64_t> locals;
+    for (int g = 0; g < n_; ++g) locals.push_back(local(g));
+    const PerPair<uint64_t> bytes = tutel_a2a_bytes(locals, chunk_, to_u64(m.row_bytes()));
     if (cfg_.a2a_algo == "2dh") {
       start_2dh(c);
     } else {
@@ -127,7 +95,7 @@ class TutelSystem final : public MoeSystem {
       scatter_.push_back(std::make_unique<NcclGroupCall>(c, fmt::format("tutel_a2a_scatter_{}", i), bytes, cfg_.nccl));
       gather_.push_back(std::make_unique<NcclGroupCall>(c, fmt::format("tutel_a2a_gather_{}", i), bytes.transposed(), cfg_.nccl));
     }
-    fn_ = TutelFunctional::make(c, *slots_, chunk_);
+    fn_ = TutelFunctional::make(c, *slots_, chunk_, r_);
     for (int i = 0; i < degree_; ++i) {
       scatter_[to_u64(i)]->set_hooks([this, i](int s, int d) { fn_->scatter(s, d, i, false); },
                                 [this, i](int s, int d) { fn_->scatter(s, d, i, true); });
@@ -153,7 +121,7 @@ class TutelSystem final : public MoeSystem {
     const uint64_t slots = to_u64(chunk_) * c.model().row_bytes();
     const Tutel2dhSteps st = degree_ == 1 ? tutel_2dh_steps(locals, per_node_, slots)
                                           : tutel_2dh_extension_steps(locals, per_node_, slots);
-    fn_ = TutelFunctional::make(c, *slots_, chunk_);
+    fn_ = TutelFunctional::make(c, *slots_, chunk_, r_);
     const bool one_node = per_node_ == n_, inter_first = degree_ == 1;
     arrived_.assign(to_u64(degree_), PerPair<char>(n_, 0));
     for (int i = 0; i < degree_; ++i) {
@@ -223,7 +191,7 @@ class TutelSystem final : public MoeSystem {
       for (int64_t e : c.workload().placement().local_experts(d)) {
         for (int s = 0; s < n_; ++s) {
           slots += capacity_;
-          padded += capacity_ - slots_->kept(s, e);
+          padded += capacity_ - slots_->kept(s, e / r_);  // a shard's rows are its expert's
         }
       }
     }
@@ -237,24 +205,28 @@ class TutelSystem final : public MoeSystem {
             {"padding_rows", padded},
             {"host_syncs_per_gpu", cfg_.capacity_factor > 0 ? 0 : 1}};
     if (cfg_.a2a_algo != "linear") out["a2a_algo"] = cfg_.a2a_algo;  // linear runs print as before
+    if (r_ > 1) out["sharded_count"] = r_;
     return out;
   }
 
  private:
   int local(int g) const { return static_cast<int>(cluster_->workload().placement().local_experts(g).size()); }
+  // The experts Tutel's gate routes: the logical ones under 'model' (each on its r shard GPUs),
+  // else the workload's (replicas included).
+  const ModelShape& gate_model() const { return r_ > 1 ? cluster_->workload().logical_model() : cluster_->model(); }
 
   // GPU g's host program, in Tutel's issue order. Tutel runs from Python: every op pays the
   // framework op cost (c.op).
   void issue(int g) {
     Cluster& c = *cluster_;
     SharedKernels k(c);
-    const ModelShape& m = c.model();
+    const ModelShape& m = gate_model();
     gpu::Stream& s = c.stream(g);
     gpu::Host& host = c.host(g);
     const int64_t tokens = c.workload().tokens().count(g);
     const uint64_t t = to_u64(tokens);
 
-    launch_tutel_routing(c, k, g, s, tokens);
+    launch_tutel_routing(c, k, g, s, tokens, m);
     if (capacity_reduce_) {
       // capacity_factor <= 0 (fast_dispatch.py:189-190): locations2.max(), simple_all_reduce's
       // clone and all_reduce(MAX) (communicate.py:141-142), then int(...) on the host.
@@ -267,6 +239,8 @@ class TutelSystem final : public MoeSystem {
       c.host_sync(g, s, kTutelIndexBytes, Time::zero(), nullptr);
     }
     issue_encode(g, k, t);
+    const uint64_t buffer_bytes = codec_sizes()[3] * to_u64(m.dtype_bytes);  // [E, capacity, H] in bf16
+    if (shards_) shards_->repeat(g, k, buffer_bytes, *fn_);
 
     if (degree_ > 1 && cfg_.a2a_algo == "2dh") {
       issue_overlapped_2dh(g, k);
@@ -277,6 +251,7 @@ class TutelSystem final : public MoeSystem {
     } else {
       issue_unpipelined(g, k);
     }
+    if (shards_) shards_->sum(g, k, buffer_bytes, *fn_);
     issue_decode(g, k, t);
   }
 
@@ -542,7 +517,9 @@ class TutelSystem final : public MoeSystem {
     const ModelShape& m = c.model();
     gpu::Host& host = c.host(g);
     gpu::Stream& s = c.stream(g);
-    for (int v = 0; v < 4; ++v) host.framework_op();  // x.view, 2 unsqueezes, permute
+    for (int v = 0; v < 3; ++v) host.framework_op();  // x.view, 2 unsqueezes
+    if (shards_) shards_->fc2_bias(g, k, i, *fn_);    // ffn.py:87-91, 'model' only
+    host.framework_op();                               // the weight permute
     const int el = local(g);
     const uint64_t rows = to_u64(n_) * to_u64(chunk_);  // per local expert: every source's chunk
     if (el == 0) {
@@ -562,14 +539,16 @@ class TutelSystem final : public MoeSystem {
     c.op(g, s, Activity::ExpertCompute, bias_add("tutel_fc1_bias_add", to_u64(m.gemm1_cols())));
     c.op(g, s, Activity::ExpertCompute, k.activation(g, all_rows));
     c.op(g, s, Activity::ExpertCompute, k.gemm2_model(per_expert).kernel("tutel_gemm2", fn_->gemm_hooks(g, i, false)));
-    c.op(g, s, Activity::ExpertCompute, bias_add("tutel_fc2_bias_add", to_u64(m.hidden)));
+    gpu::KernelSpec fc2_bias = bias_add("tutel_fc2_bias_add", to_u64(m.hidden));
+    if (shards_) fc2_bias.on_done = [this, g, i] { fn_->fc2_bias_add(g, i); };
+    c.op(g, s, Activity::ExpertCompute, std::move(fc2_bias));
     host.framework_op();  // y.reshape: a view
   }
 
   // Hidden size, the model's bytes per element, the dispatcher's fp32 bytes per element and the
   // elements of the [E * capacity, H] dispatch buffer, for encode and decode.
   std::array<uint64_t, 4> codec_sizes() const {
-    const ModelShape& m = cluster_->model();
+    const ModelShape& m = gate_model();
     const uint64_t h = to_u64(m.hidden);
     return {h, to_u64(m.dtype_bytes), kTutelDispatchBytes, to_u64(m.experts()) * to_u64(capacity_) * h};
   }
@@ -579,7 +558,7 @@ class TutelSystem final : public MoeSystem {
   void codec_prologue(int g, const SharedKernels& k, uint64_t t, const std::string& cast, uint64_t bytes) {
     Cluster& c = *cluster_;
     c.host(g).framework_op();
-    launch_tutel_dispatcher_update(c, k, g, c.stream(g), static_cast<int64_t>(t));
+    launch_tutel_dispatcher_update(c, k, g, c.stream(g), static_cast<int64_t>(t), gate_model());
     c.op(g, c.stream(g), Activity::DataShuffle, k.memory(g, cast, bytes));
   }
 
@@ -589,7 +568,7 @@ class TutelSystem final : public MoeSystem {
   // cast back down for the all-to-all.
   void issue_encode(int g, const SharedKernels& k, uint64_t t) {
     Cluster& c = *cluster_;
-    const ModelShape& m = c.model();
+    const ModelShape& m = gate_model();
     gpu::Host& host = c.host(g);
     gpu::Stream& s = c.stream(g);
     const auto [h, eb, f, buffer] = codec_sizes();
@@ -613,7 +592,7 @@ class TutelSystem final : public MoeSystem {
   // one weighted gather, the slots' outputs summed, the result cast back down.
   void issue_decode(int g, const SharedKernels& k, uint64_t t) {
     Cluster& c = *cluster_;
-    const ModelShape& m = c.model();
+    const ModelShape& m = gate_model();
     gpu::Host& host = c.host(g);
     gpu::Stream& s = c.stream(g);
     const auto [h, eb, f, buffer] = codec_sizes();
@@ -650,6 +629,7 @@ class TutelSystem final : public MoeSystem {
   TutelConfig cfg_;
   Cluster* cluster_ = nullptr;
   int n_ = 0;
+  int64_t r_ = 1;  // sharded_count
   int64_t tokens_per_gpu_ = 0;
   int degree_ = 1;
   int64_t capacity_ = 0;
@@ -665,19 +645,16 @@ class TutelSystem final : public MoeSystem {
   NcclGroupCall* first_scatter_ = nullptr;  // the call whose residency opens the phase
   NcclGroupCall* first_gather_ = nullptr;
   std::unique_ptr<TutelFunctional> fn_;  // does nothing in timing-only runs
+  std::unique_ptr<TutelShards> shards_;  // parallel_type 'model' only
 };
 
-// Tutel v0.3.0's only expert-TP path (docs/systems/ep-tp.md).
-constexpr const char* kTutelNoTpPath =
-    "Tutel v0.3.0 shards an expert only with fewer experts than GPUs, one expert per TP group of N / E GPUs and "
-    "parallel_type 'model' (microsoft/tutel @71db950 tutel/impls/moe_layer.py L102-106, L118-119, L292-309), a path "
-    "this model does not implement";
-
-// Its only traffic is NCCL group calls: a scatter and a gather per pipelining chunk (the degree,
-// at most 8 when adaptive: tutel_degree_estimates) and the capacity all-reduce.
+// Its only traffic is NCCL calls: a scatter and a gather per pipelining chunk (the degree,
+// at most 8 when adaptive: tutel_degree_estimates), under parallel_type 'model' a bias
+// all-gather per chunk, and the capacity all-reduce.
 std::optional<uint64_t> tutel_flow_messages_bound(const Config& c) {
   const int degree = TutelConfig::from(c).overlap_degree;
-  const auto calls = static_cast<uint64_t>(2 * (degree > 0 ? degree : 8) + 1);
+  const int per_chunk = WorkloadConfig::from(c).tp > 1 ? 3 : 2;
+  const auto calls = static_cast<uint64_t>(per_chunk * (degree > 0 ? degree : 8) + 1);
   return calls * nccl_most_chunks_in_flight(NcclConfig::from(c), WorkloadConfig::from(c).gpus);
 }
 
@@ -688,7 +665,8 @@ SystemEntry tutel_system_entry() {
                 TutelConfig::declare, [](const Config& c) -> std::unique_ptr<MoeSystem> {
                   return std::make_unique<TutelSystem>(TutelConfig::from(c));
                 },
-                64, false, kTutelNoTpPath};  // 55 B a row measured (DeepSeek-V3, 16 GPUs, 4096 -> 16384 tokens)
+                64, true};  // 55 B a row measured (DeepSeek-V3, 16 GPUs, 4096 -> 16384 tokens)
+  e.tp_refusal = tutel_tp_refusal;  // EP+TP only on parallel_type 'model''s path
   e.flow_messages_bound = tutel_flow_messages_bound;
   return e;
 }

@@ -40,10 +40,11 @@ int64_t max_rows_per_source_expert(const Workload& w) {
   return m;
 }
 
-TutelSlots::TutelSlots(const Workload& w, int64_t capacity)
-    : capacity_(capacity), top_k_(w.routing().top_k()), experts_(w.routing().experts()) {
-  const Routing& r = w.routing();
-  const int64_t gpus = w.tokens().gpus();
+TutelSlots::TutelSlots(const Workload& w, int64_t capacity) : TutelSlots(w.routing(), w.tokens(), capacity) {}
+
+TutelSlots::TutelSlots(const Routing& r, const TokenPartition& tokens, int64_t capacity)
+    : capacity_(capacity), top_k_(r.top_k()), experts_(r.experts()) {
+  const int64_t gpus = tokens.gpus();
   location_.assign(static_cast<size_t>(r.rows()), 0);
   kept_.assign(static_cast<size_t>(gpus * experts_), 0);
   std::vector<int64_t> next(static_cast<size_t>(experts_));
@@ -51,7 +52,7 @@ TutelSlots::TutelSlots(const Workload& w, int64_t capacity)
     std::fill(next.begin(), next.end(), 0);
     // extract_critical: slot 0 of every local token in token order, then slot 1 on top, ...
     for (int64_t j = 0; j < top_k_; ++j) {
-      for (int64_t t = w.tokens().begin(g); t < w.tokens().end(g); ++t) {
+      for (int64_t t = tokens.begin(g); t < tokens.end(g); ++t) {
         const int64_t e = r.expert(t, j);
         const int64_t loc = next[static_cast<size_t>(e)]++;
         location_[static_cast<size_t>(t * top_k_ + j)] = loc;

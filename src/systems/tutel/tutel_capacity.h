@@ -27,6 +27,8 @@ int64_t tutel_capacity(double capacity_factor, int64_t tokens_per_gpu, int64_t e
 class TutelSlots {
  public:
   TutelSlots(const Workload& workload, int64_t capacity);
+  // Over `routing`'s experts (Tutel's gate: the logical experts under parallel_type 'model').
+  TutelSlots(const Routing& routing, const TokenPartition& tokens, int64_t capacity);
 
   int64_t capacity() const { return capacity_; }
   // Location of (token, slot) in its expert's buffer on its source GPU; >= capacity: dropped.

@@ -15,9 +15,10 @@ namespace moehub {
 
 class TutelFunctional {
  public:
-  // The companion of `cluster`'s run (capacity dimension in chunks of `chunk` slots): one that
-  // moves rows when the run is functional.
-  static std::unique_ptr<TutelFunctional> make(Cluster& cluster, const TutelSlots& slots, int64_t chunk);
+  // The companion of `cluster`'s run (capacity dimension in chunks of `chunk` slots; `slots`
+  // over the experts Tutel's gate routes, `r` = sharded_count, > 1 under parallel_type 'model'):
+  // one that moves rows when the run is functional.
+  static std::unique_ptr<TutelFunctional> make(Cluster& cluster, const TutelSlots& slots, int64_t chunk, int64_t r = 1);
   virtual ~TutelFunctional() = default;
 
   virtual void zero(int) {}                     // fast_encode's zeroed buffer
@@ -31,6 +32,13 @@ class TutelFunctional {
   // The hooks of GPU g's GEMM1 (`first`) or GEMM2 kernel of chunk i.
   virtual gpu::GemmHooks gemm_hooks(int /*g*/, int /*i*/, bool /*first*/) { return {}; }
   virtual void decode(int) {}  // fast_decode: each kept slot's row, weighted
+  // parallel_type 'model' only (tutel_shards.h): the repeat copy; chunk i's fc2 bias all-gathered,
+  // then scaled by 1 / r, then added to the GEMM2 output rows; the sum of the r partial outputs.
+  virtual void repeat(int) {}
+  virtual void bias_gathered(int /*g*/, int /*i*/) {}
+  virtual void bias_scaled(int /*g*/, int /*i*/) {}
+  virtual void fc2_bias_add(int /*g*/, int /*i*/) {}
+  virtual void sum_shards(int) {}
 };
 
 }  // namespace moehub

@@ -16,8 +16,7 @@ FrameworkOp cumsum(uint64_t t, uint64_t e) { return {"cumsum", {t * e * (kInt64 
 
 }  // namespace
 
-void launch_tutel_routing(Cluster& c, const SharedKernels& k, int g, gpu::Stream& s, int64_t tokens) {
-  const ModelShape& m = c.model();
+void launch_tutel_routing(Cluster& c, const SharedKernels& k, int g, gpu::Stream& s, int64_t tokens, const ModelShape& m) {
   if (!c.phases(g).routing_start) c.phases(g).routing_start = c.sim().now();
   const uint64_t t = static_cast<uint64_t>(tokens), e = static_cast<uint64_t>(m.experts()),
                  top = static_cast<uint64_t>(m.top_k()), eb = static_cast<uint64_t>(m.dtype_bytes);
@@ -82,10 +81,11 @@ void launch_tutel_routing(Cluster& c, const SharedKernels& k, int g, gpu::Stream
   issue_framework_ops(c, k, g, s, Activity::DataShuffle, "tutel_", ops);
 }
 
-void launch_tutel_dispatcher_update(Cluster& c, const SharedKernels& k, int g, gpu::Stream& s, int64_t tokens) {
-  const uint64_t t = static_cast<uint64_t>(tokens), eb = static_cast<uint64_t>(c.model().dtype_bytes);
+void launch_tutel_dispatcher_update(Cluster& c, const SharedKernels& k, int g, gpu::Stream& s, int64_t tokens,
+                                    const ModelShape& m) {
+  const uint64_t t = static_cast<uint64_t>(tokens), eb = static_cast<uint64_t>(m.dtype_bytes);
   std::vector<FrameworkOp> ops;
-  const uint64_t top = static_cast<uint64_t>(c.model().top_k());
+  const uint64_t top = static_cast<uint64_t>(m.top_k());
   for (uint64_t j = 0; j < top; ++j) ops.push_back({"indices_int", {}});  // :99, already int32
   for (uint64_t j = 0; j < top; ++j) ops.push_back({"indices_view", {}});
   for (uint64_t j = 0; j < top; ++j) ops.push_back({"locations_int", {}});  // :100, already int32

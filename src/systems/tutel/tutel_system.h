@@ -18,10 +18,17 @@ struct TutelConfig {
   int overlap_degree = 1;        // systems.tutel.overlap_degree; 0 = adaptive
   std::string expert_ffn = "plain";  // systems.tutel.expert_ffn: "plain" (fc1, act, fc2) or "model" (the preset's)
   std::string a2a_algo = "linear";  // systems.tutel.a2a_algo: "linear" or "2dh" (tutel_2dh.h)
+  // systems.tutel.parallel_type: "adaptive:1" (Tutel's default) or "model" (expert TP with E < N;
+  // docs/research/tutel-model-parallel.md)
+  std::string parallel_type = "adaptive:1";
   NcclKernelShape nccl;          // systems.tutel.nccl_cta_threads
   static TutelConfig from(const Config& config);
   static void declare(ParamRegistry& registry);
 };
+
+// Why tutel does not run this configuration's parallel.tp (> 1), as the whole reason of the
+// refusal; empty when it does: parallel_type "model" with E < N and parallel.tp = N / E.
+std::string tutel_tp_refusal(const Config& config);
 
 // "adaptive": Tutel searches its pipelining degree at run time and keeps the fastest; this
 // stands in for that search with an estimate. For each d in {1, 2, 4, 8}, a chunk's expert
