@@ -99,6 +99,12 @@ class FlowNetwork final : public TransferNetwork {
     uint32_t resource = 0;
     double per_byte = 0;
   };
+  // A class on a resource's list (res_classes_), and by how much it loads it per payload byte:
+  // the allocation sums a resource's weight and load over its list without visiting the classes.
+  struct OnResource {
+    uint32_t slot = 0;
+    double per_byte = 0;
+  };
   struct FlowClass {
     int src = 0;
     int dst = 0;
@@ -179,8 +185,11 @@ class FlowNetwork final : public TransferNetwork {
   void collect_component(uint32_t seed);
   void order_component();
   void prepare_component();
+  void prepare_provisional();
   void fill_component(int64_t now);
-  void fill_rounds();
+  void reset_rates();
+  void fill_rounds(bool provisional);
+  void freeze(uint32_t slot, double level, size_t& left);
   void apply_rates(int64_t now);
   void account_busy(int64_t now);
   void schedule_next();
@@ -193,8 +202,9 @@ class FlowNetwork final : public TransferNetwork {
   Simulator& sim_;
   TraceRecorder* trace_;
   struct Scratch {
-    std::vector<double> room, weight, rate, load;
-    std::vector<uint32_t> crossing, first, fill, on, active, full, drained;
+    std::vector<double> room, weight, rate, load;  // rate: per class slot
+    std::vector<uint32_t> crossing, first, fill, active, full, drained;
+    std::vector<OnResource> on;  // the provisional pass's classes per resource
     std::vector<char> frozen, seen_res, seen_cls, in_comp;
     std::vector<uint32_t> comp_cls, comp_res, local, stack, visited_res, visited_cls;
     std::vector<std::pair<uint64_t, uint32_t>> keyed;  // (formed, slot)
@@ -205,7 +215,9 @@ class FlowNetwork final : public TransferNetwork {
   size_t live_classes_ = 0;
   std::vector<std::pair<uint64_t, uint32_t>> order_;  // (formed, slot) in order of formation
   uint64_t next_formed_ = 0;
-  std::vector<std::vector<uint32_t>> res_classes_;  // per resource: the live classes loading it
+  // Per resource: the live classes loading it, in order of formation (a class is appended when
+  // it forms and erased when it drains), so a sum over the list adds in the allocation's order.
+  std::vector<std::vector<OnResource>> res_classes_;
   std::vector<uint32_t> seeds_;  // resources touched since the last allocation of components
   bool dirty_ = false;           // a change since the last allocation (full or provisional)
   // net.flow_realloc_interval: the last full allocation, the classes formed since (formed,
