@@ -18,16 +18,20 @@ void FlowNetwork::touch(const FlowClass& c) {
 
 // With net.flow_realloc_interval > 0 (a stated reduction), the components are filled again at
 // most once per interval; a change in between refills only the classes formed since the last
-// full allocation, over the capacity the others leave (reallocate_provisional).
+// full allocation, over the capacity the others leave (reallocate_provisional). With
+// net.flow_realloc_per_class (a stated reduction) the wait after a full allocation grows with
+// the classes it filled, so its cost per simulated time stays bounded however large the
+// components grow.
 void FlowNetwork::reallocate() {
   const int64_t now = sim_.now().ps();
   dirty_ = false;
   const int64_t interval = cfg_.flow_realloc_interval.ps();
-  if (interval > 0 && last_full_ps_ >= 0 && now < last_full_ps_ + interval) {
+  if (interval > 0 && last_full_ps_ >= 0 && now < last_full_ps_ + full_gap_ps_) {
     reallocate_provisional(now);
     return;
   }
-  reallocate_components(now);
+  const size_t filled = reallocate_components(now);
+  full_gap_ps_ = std::max(interval, cfg_.flow_realloc_per_class.ps() * static_cast<int64_t>(filled));
   last_full_ps_ = now;
   provisional_.clear();
   seeds_seen_ = 0;
@@ -36,22 +40,26 @@ void FlowNetwork::reallocate() {
 // Max-min rates decompose over connected components (classes joined by the resources they
 // share): a component's allocation does not depend on any other. So only the components of the
 // touched resources are filled again, each on its own, and each the same way whatever else
-// changed: its classes in order of formation, its resources in index order.
-void FlowNetwork::reallocate_components(int64_t now) {
+// changed: its classes in order of formation, its resources in index order. Returns the number
+// of classes filled.
+size_t FlowNetwork::reallocate_components(int64_t now) {
   Scratch& w = scratch_;
   w.seen_res.resize(resources_.size(), 0);
   w.seen_cls.resize(classes_.size(), 0);
   w.visited_res.clear();
   w.visited_cls.clear();
+  size_t filled = 0;
   for (const uint32_t seed : seeds_) {
     if (w.seen_res[seed]) continue;
     collect_component(seed);
+    filled += w.comp_cls.size();
     fill_component(now);
   }
   for (const uint32_t r : w.visited_res) w.seen_res[r] = 0;
   for (const uint32_t slot : w.visited_cls) w.seen_cls[slot] = 0;
   seeds_.clear();
   account_busy(now);
+  return filled;
 }
 
 // Opens a resource's busy period when it gains load and closes it (statistics, timeline) when
@@ -356,7 +364,7 @@ void FlowNetwork::reallocate_provisional(int64_t now) {
   account_busy(now);
   if (full_pending_) return;
   full_pending_ = true;
-  sim_.schedule_in(Time::from_ps(last_full_ps_ + cfg_.flow_realloc_interval.ps() - now), [this] {
+  sim_.schedule_in(Time::from_ps(last_full_ps_ + full_gap_ps_ - now), [this] {
     full_pending_ = false;
     if (seeds_.empty()) return;
     reallocate();

@@ -11,6 +11,8 @@
 // rates change only when a class starts or drains, not at every message. With
 // net.flow_realloc_interval (a stated reduction) a component is filled again at most once per
 // interval; changes in between refill only the newly formed classes over the spare capacity.
+// With net.flow_realloc_per_class (a stated reduction) that wait is at least so much per class
+// the last full allocation filled.
 // With net.flow_batch_bytes (a stated reduction) messages marked Packet::flow_batch join the
 // class's last queued member up to that many bytes and are delivered together.
 // Messages are back-pressured (SendWindows): a sender hands the network a message only while
@@ -179,7 +181,7 @@ class FlowNetwork final : public TransferNetwork {
   void drop_class(uint32_t slot);
   void touch(const FlowClass& c);
   void reallocate();
-  void reallocate_components(int64_t now);
+  size_t reallocate_components(int64_t now);
   void reallocate_provisional(int64_t now);
   void shift_load(uint32_t resource, double delta, int64_t now);
   void collect_component(uint32_t seed);
@@ -223,6 +225,7 @@ class FlowNetwork final : public TransferNetwork {
   // net.flow_realloc_interval: the last full allocation, the classes formed since (formed,
   // slot), the seeds a provisional pass has seen, and whether the next full one is scheduled.
   int64_t last_full_ps_ = -1;
+  int64_t full_gap_ps_ = 0;  // the wait after the last full allocation (net.flow_realloc_per_class)
   std::vector<std::pair<uint64_t, uint32_t>> provisional_;
   size_t seeds_seen_ = 0;
   bool full_pending_ = false;
