@@ -204,7 +204,7 @@ class FlowNetwork final : public TransferNetwork {
   Simulator& sim_;
   TraceRecorder* trace_;
   struct Scratch {
-    std::vector<double> room, weight, rate, load;  // rate: per class slot
+    std::vector<double> room, weight, rate;  // rate: per class slot
     std::vector<uint32_t> crossing, first, fill, active, full, drained;
     std::vector<OnResource> on;  // the provisional pass's classes per resource
     std::vector<char> frozen, seen_res, seen_cls, in_comp;
