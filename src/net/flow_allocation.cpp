@@ -18,16 +18,20 @@ void FlowNetwork::touch(const FlowClass& c) {
 
 // With net.flow_realloc_interval > 0 (a stated reduction), the components are filled again at
 // most once per interval; a change in between refills only the classes formed since the last
-// full allocation, over the capacity the others leave (reallocate_provisional).
+// full allocation, over the capacity the others leave (reallocate_provisional). With
+// net.flow_realloc_per_class (a stated reduction) the wait after a full allocation grows with
+// the classes it filled, so its cost per simulated time stays bounded however large the
+// components grow.
 void FlowNetwork::reallocate() {
   const int64_t now = sim_.now().ps();
   dirty_ = false;
   const int64_t interval = cfg_.flow_realloc_interval.ps();
-  if (interval > 0 && last_full_ps_ >= 0 && now < last_full_ps_ + interval) {
+  if (interval > 0 && last_full_ps_ >= 0 && now < last_full_ps_ + full_gap_ps_) {
     reallocate_provisional(now);
     return;
   }
-  reallocate_components(now);
+  const size_t filled = reallocate_components(now);
+  full_gap_ps_ = std::max(interval, cfg_.flow_realloc_per_class.ps() * static_cast<int64_t>(filled));
   last_full_ps_ = now;
   provisional_.clear();
   seeds_seen_ = 0;
@@ -36,22 +40,26 @@ void FlowNetwork::reallocate() {
 // Max-min rates decompose over connected components (classes joined by the resources they
 // share): a component's allocation does not depend on any other. So only the components of the
 // touched resources are filled again, each on its own, and each the same way whatever else
-// changed: its classes in order of formation, its resources in index order.
-void FlowNetwork::reallocate_components(int64_t now) {
+// changed: its classes in order of formation, its resources in index order. Returns the number
+// of classes filled.
+size_t FlowNetwork::reallocate_components(int64_t now) {
   Scratch& w = scratch_;
   w.seen_res.resize(resources_.size(), 0);
   w.seen_cls.resize(classes_.size(), 0);
   w.visited_res.clear();
   w.visited_cls.clear();
+  size_t filled = 0;
   for (const uint32_t seed : seeds_) {
     if (w.seen_res[seed]) continue;
     collect_component(seed);
+    filled += w.comp_cls.size();
     fill_component(now);
   }
   for (const uint32_t r : w.visited_res) w.seen_res[r] = 0;
   for (const uint32_t slot : w.visited_cls) w.seen_cls[slot] = 0;
   seeds_.clear();
   account_busy(now);
+  return filled;
 }
 
 // Opens a resource's busy period when it gains load and closes it (statistics, timeline) when
@@ -83,7 +91,8 @@ void FlowNetwork::collect_component(uint32_t seed) {
     const uint32_t r = w.stack.back();
     w.stack.pop_back();
     w.comp_res.push_back(r);
-    for (const uint32_t slot : res_classes_[r]) {
+    for (const OnResource& e : res_classes_[r]) {
+      const uint32_t slot = e.slot;
       if (w.seen_cls[slot]) continue;
       w.seen_cls[slot] = 1;
       w.comp_cls.push_back(slot);
@@ -131,30 +140,50 @@ void FlowNetwork::order_component() {
   }
 }
 
-// The component's weights and class lists per resource, before the first round. Resources are
-// numbered within the component (j), classes by their place in it (i).
+// The component's rooms and weights before the first round, and its classes' rates reset. A
+// resource's classes are its list in res_classes_ (the whole list: a component holds every class
+// on its resources), summed in that list's order, which is the order of formation. Resources
+// are numbered within the component (j), classes by their slot.
 void FlowNetwork::prepare_component() {
   Scratch& w = scratch_;
-  const size_t nc = w.comp_cls.size();
+  const size_t nr = w.comp_res.size();
+  w.local.resize(resources_.size());
+  w.room.resize(nr);
+  w.weight.resize(nr);
+  w.crossing.resize(nr);  // unfrozen classes that load the resource
+  w.active.clear();
+  for (size_t j = 0; j < nr; ++j) {
+    const uint32_t r = w.comp_res[j];
+    w.local[r] = static_cast<uint32_t>(j);
+    w.room[j] = resources_[r].capacity;
+    double weight = 0.0;
+    for (const OnResource& e : res_classes_[r]) weight += class_weight(classes_[e.slot]) * e.per_byte;
+    w.weight[j] = weight;
+    w.crossing[j] = static_cast<uint32_t>(res_classes_[r].size());
+    if (w.crossing[j] > 0) w.active.push_back(static_cast<uint32_t>(j));
+  }
+  reset_rates();
+}
+
+// The provisional pass's weights and class lists per resource (only the new classes in
+// comp_cls, in order of formation, on the resources in comp_res).
+void FlowNetwork::prepare_provisional() {
+  Scratch& w = scratch_;
   const size_t nr = w.comp_res.size();
   w.local.resize(resources_.size());
   for (size_t j = 0; j < nr; ++j) w.local[w.comp_res[j]] = static_cast<uint32_t>(j);
   w.room.resize(nr);
   w.weight.assign(nr, 0.0);
-  w.crossing.assign(nr, 0);  // unfrozen classes that load the resource
+  w.crossing.assign(nr, 0);
   w.first.assign(nr + 1, 0);  // classes on resource j: on[first[j] .. first[j + 1])
-  w.rate.assign(nc, 0.0);
-  for (size_t j = 0; j < nr; ++j) w.room[j] = resources_[w.comp_res[j]].capacity;
-  const auto cls = [&](size_t i) -> const FlowClass& { return classes_[w.comp_cls[i]]; };
-  const auto touches = [&](const FlowClass& c, auto&& visit) {
-    for (uint32_t k = 0; k < c.load_count; ++k) visit(static_cast<size_t>(w.local[c.loads[k].resource]), c.loads[k].per_byte);
-  };
-  for (size_t i = 0; i < nc; ++i) {
-    const double n = class_weight(cls(i));
-    touches(cls(i), [&](size_t j, double per_byte) {
-      w.weight[j] += n * per_byte;
+  for (const uint32_t slot : w.comp_cls) {
+    const FlowClass& c = classes_[slot];
+    const double n = class_weight(c);
+    for (uint32_t k = 0; k < c.load_count; ++k) {
+      const uint32_t j = w.local[c.loads[k].resource];
+      w.weight[j] += n * c.loads[k].per_byte;
       ++w.crossing[j];
-    });
+    }
   }
   w.active.clear();
   for (size_t j = 0; j < nr; ++j) {
@@ -163,8 +192,21 @@ void FlowNetwork::prepare_component() {
   }
   w.on.resize(w.first[nr]);
   w.fill.assign(w.first.begin(), w.first.end() - 1);
-  for (size_t i = 0; i < nc; ++i) {
-    touches(cls(i), [&](size_t j, double) { w.on[w.fill[j]++] = static_cast<uint32_t>(i); });
+  for (const uint32_t slot : w.comp_cls) {
+    const FlowClass& c = classes_[slot];
+    for (uint32_t k = 0; k < c.load_count; ++k) w.on[w.fill[w.local[c.loads[k].resource]]++] = {slot, c.loads[k].per_byte};
+  }
+  reset_rates();
+}
+
+// The classes to fill start unfrozen at rate 0 (scratch_.rate and frozen are by slot).
+void FlowNetwork::reset_rates() {
+  Scratch& w = scratch_;
+  w.rate.resize(classes_.size());
+  w.frozen.resize(classes_.size());
+  for (const uint32_t slot : w.comp_cls) {
+    w.rate[slot] = 0.0;
+    w.frozen[slot] = 0;
   }
 }
 
@@ -174,26 +216,20 @@ void FlowNetwork::prepare_component() {
 // freeze, so a round costs one pass over the resources rather than over the classes.
 void FlowNetwork::fill_component(int64_t now) {
   prepare_component();
-  fill_rounds();
+  fill_rounds(false);
   apply_rates(now);
 }
 
-// The rounds of the filling, from the rooms and weights prepare_component left; the level at
-// which each class froze goes to scratch_.rate.
-void FlowNetwork::fill_rounds() {
+// The rounds of the filling, from the rooms and weights that prepare_component (a component's
+// classes on each resource: its res_classes_ list) or prepare_provisional (scratch_.on) left;
+// the level at which each class froze goes to scratch_.rate, by slot.
+void FlowNetwork::fill_rounds(bool provisional) {
   Scratch& w = scratch_;
-  const size_t nc = w.comp_cls.size();
-  const auto cls = [&](size_t i) -> const FlowClass& { return classes_[w.comp_cls[i]]; };
-  const auto touches = [&](const FlowClass& c, auto&& visit) {
-    for (uint32_t k = 0; k < c.load_count; ++k) visit(static_cast<size_t>(w.local[c.loads[k].resource]), c.loads[k].per_byte);
-  };
   auto& room = w.room;
   auto& weight = w.weight;
   auto& crossing = w.crossing;
-  std::vector<char>& frozen = w.frozen;
-  frozen.assign(nc, 0);
   double level = 0;  // the rate of every unfrozen class
-  size_t left = nc;
+  size_t left = w.comp_cls.size();
   while (left > 0) {
     // The bottleneck: the resource that fills first. A resource with no unfrozen class left
     // takes no further part (dropped here, the order of the rest kept: ties pick the same one).
@@ -220,44 +256,51 @@ void FlowNetwork::fill_rounds() {
     }
     for (const uint32_t j : w.full) {  // freeze the classes on the full resources
       if (crossing[j] == 0) continue;
-      for (uint32_t k = w.first[j]; k < w.first[j + 1]; ++k) {
-        const uint32_t i = w.on[k];
-        if (frozen[i]) continue;
-        frozen[i] = 1;
-        --left;
-        w.rate[i] = level;
-        const double n = class_weight(cls(i));
-        touches(cls(i), [&](size_t q, double per_byte) {
-          weight[q] -= n * per_byte;
-          --crossing[q];
-        });
-      }
+      const std::vector<OnResource>& listed = res_classes_[w.comp_res[j]];
+      const OnResource* on = provisional ? w.on.data() + w.first[j] : listed.data();
+      const OnResource* end = provisional ? w.on.data() + w.first[j + 1] : listed.data() + listed.size();
+      for (; on != end; ++on) freeze(on->slot, level, left);
     }
+  }
+}
+
+// Freezes a class at `level` (if not frozen yet): its weight leaves every resource it loads.
+void FlowNetwork::freeze(uint32_t slot, double level, size_t& left) {
+  Scratch& w = scratch_;
+  if (w.frozen[slot]) return;
+  w.frozen[slot] = 1;
+  --left;
+  w.rate[slot] = level;
+  const FlowClass& c = classes_[slot];
+  const double n = class_weight(c);
+  for (uint32_t k = 0; k < c.load_count; ++k) {
+    const uint32_t q = w.local[c.loads[k].resource];
+    w.weight[q] -= n * c.loads[k].per_byte;
+    --w.crossing[q];
   }
 }
 
 // Sets the rates the filling found for the component. A class or resource whose rate changes
 // is first brought up to now at its old rate; a class's due time moves with its rate.
+// A resource's load is summed over its list, in order of formation as the classes are.
 void FlowNetwork::apply_rates(int64_t now) {
   Scratch& w = scratch_;
-  w.load.assign(w.comp_res.size(), 0.0);
-  for (size_t i = 0; i < w.comp_cls.size(); ++i) {
-    const uint32_t slot = w.comp_cls[i];
+  for (const uint32_t slot : w.comp_cls) {
     FlowClass& c = classes_[slot];
-    const double rate = class_weight(c) * w.rate[i];
-    for (uint32_t k = 0; k < c.load_count; ++k) w.load[w.local[c.loads[k].resource]] += rate * c.loads[k].per_byte;
-    if (w.rate[i] == c.rate) continue;
+    if (w.rate[slot] == c.rate) continue;
     c.served_base = served_at(c, now);
     c.since_ps = now;
-    c.rate = w.rate[i];
+    c.rate = w.rate[slot];
     set_due(slot, now);
   }
   for (size_t j = 0; j < w.comp_res.size(); ++j) {
     Resource& r = resources_[w.comp_res[j]];
-    if (w.load[j] == r.load) continue;
+    double load = 0.0;
+    for (const OnResource& e : res_classes_[w.comp_res[j]]) load += class_weight(classes_[e.slot]) * w.rate[e.slot] * e.per_byte;
+    if (load == r.load) continue;
     r.bytes += r.load * (static_cast<double>(now - r.since_ps) / 1e12);
     r.since_ps = now;
-    r.load = w.load[j];
+    r.load = load;
   }
 }
 
@@ -296,20 +339,19 @@ void FlowNetwork::reallocate_provisional(int64_t now) {
       w.comp_res.push_back(q);
     }
   }
-  prepare_component();  // resources in order of first use: deterministic, no sort needed
+  prepare_provisional();  // resources in order of first use: deterministic, no sort needed
   for (size_t j = 0; j < w.comp_res.size(); ++j) {
     const Resource& r = resources_[w.comp_res[j]];
     w.room[j] = std::max(0.0, r.capacity - r.load);
   }
-  fill_rounds();
-  for (size_t i = 0; i < w.comp_cls.size(); ++i) {
-    const uint32_t slot = w.comp_cls[i];
+  fill_rounds(true);
+  for (const uint32_t slot : w.comp_cls) {
     FlowClass& c = classes_[slot];
-    for (uint32_t k = 0; k < c.load_count; ++k) shift_load(c.loads[k].resource, class_weight(c) * w.rate[i] * c.loads[k].per_byte, now);
-    if (w.rate[i] == c.rate) continue;
+    for (uint32_t k = 0; k < c.load_count; ++k) shift_load(c.loads[k].resource, class_weight(c) * w.rate[slot] * c.loads[k].per_byte, now);
+    if (w.rate[slot] == c.rate) continue;
     c.served_base = served_at(c, now);
     c.since_ps = now;
-    c.rate = w.rate[i];
+    c.rate = w.rate[slot];
     set_due(slot, now);
   }
   provisional_.clear();
@@ -322,7 +364,7 @@ void FlowNetwork::reallocate_provisional(int64_t now) {
   account_busy(now);
   if (full_pending_) return;
   full_pending_ = true;
-  sim_.schedule_in(Time::from_ps(last_full_ps_ + cfg_.flow_realloc_interval.ps() - now), [this] {
+  sim_.schedule_in(Time::from_ps(last_full_ps_ + full_gap_ps_ - now), [this] {
     full_pending_ = false;
     if (seeds_.empty()) return;
     reallocate();

@@ -225,7 +225,7 @@ uint32_t FlowNetwork::class_for(int src, int dst, double wire_per_byte, double a
   c.wire_per_byte = wire_per_byte;
   c.ack_per_byte = ack_per_byte;
   route(c);
-  for (uint32_t k = 0; k < c.load_count; ++k) res_classes_[c.loads[k].resource].push_back(slot);
+  for (uint32_t k = 0; k < c.load_count; ++k) res_classes_[c.loads[k].resource].push_back({slot, c.loads[k].per_byte});
   touch(c);
   return slot;
 }
@@ -367,7 +367,9 @@ void FlowNetwork::complete_due(int64_t now, std::vector<uint32_t>& drained) {
 void FlowNetwork::drop_class(uint32_t slot) {
   FlowClass& c = classes_[slot];
   std::erase(pair_classes(c.src, c.dst), slot);
-  for (uint32_t k = 0; k < c.load_count; ++k) std::erase(res_classes_[c.loads[k].resource], slot);
+  for (uint32_t k = 0; k < c.load_count; ++k) {
+    std::erase_if(res_classes_[c.loads[k].resource], [slot](const OnResource& e) { return e.slot == slot; });
+  }
   // Between full allocations the others keep their rates: the drained load leaves at once.
   if (cfg_.flow_realloc_interval.ps() > 0) {
     for (uint32_t k = 0; k < c.load_count; ++k) shift_load(c.loads[k].resource, -class_weight(c) * c.rate * c.loads[k].per_byte, sim_.now().ps());

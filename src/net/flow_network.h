@@ -11,6 +11,8 @@
 // rates change only when a class starts or drains, not at every message. With
 // net.flow_realloc_interval (a stated reduction) a component is filled again at most once per
 // interval; changes in between refill only the newly formed classes over the spare capacity.
+// With net.flow_realloc_per_class (a stated reduction) that wait is at least so much per class
+// the last full allocation filled.
 // With net.flow_batch_bytes (a stated reduction) messages marked Packet::flow_batch join the
 // class's last queued member up to that many bytes and are delivered together.
 // Messages are back-pressured (SendWindows): a sender hands the network a message only while
@@ -99,6 +101,12 @@ class FlowNetwork final : public TransferNetwork {
     uint32_t resource = 0;
     double per_byte = 0;
   };
+  // A class on a resource's list (res_classes_), and by how much it loads it per payload byte:
+  // the allocation sums a resource's weight and load over its list without visiting the classes.
+  struct OnResource {
+    uint32_t slot = 0;
+    double per_byte = 0;
+  };
   struct FlowClass {
     int src = 0;
     int dst = 0;
@@ -173,14 +181,17 @@ class FlowNetwork final : public TransferNetwork {
   void drop_class(uint32_t slot);
   void touch(const FlowClass& c);
   void reallocate();
-  void reallocate_components(int64_t now);
+  size_t reallocate_components(int64_t now);
   void reallocate_provisional(int64_t now);
   void shift_load(uint32_t resource, double delta, int64_t now);
   void collect_component(uint32_t seed);
   void order_component();
   void prepare_component();
+  void prepare_provisional();
   void fill_component(int64_t now);
-  void fill_rounds();
+  void reset_rates();
+  void fill_rounds(bool provisional);
+  void freeze(uint32_t slot, double level, size_t& left);
   void apply_rates(int64_t now);
   void account_busy(int64_t now);
   void schedule_next();
@@ -193,8 +204,9 @@ class FlowNetwork final : public TransferNetwork {
   Simulator& sim_;
   TraceRecorder* trace_;
   struct Scratch {
-    std::vector<double> room, weight, rate, load;
-    std::vector<uint32_t> crossing, first, fill, on, active, full, drained;
+    std::vector<double> room, weight, rate;  // rate: per class slot
+    std::vector<uint32_t> crossing, first, fill, active, full, drained;
+    std::vector<OnResource> on;  // the provisional pass's classes per resource
     std::vector<char> frozen, seen_res, seen_cls, in_comp;
     std::vector<uint32_t> comp_cls, comp_res, local, stack, visited_res, visited_cls;
     std::vector<std::pair<uint64_t, uint32_t>> keyed;  // (formed, slot)
@@ -205,12 +217,15 @@ class FlowNetwork final : public TransferNetwork {
   size_t live_classes_ = 0;
   std::vector<std::pair<uint64_t, uint32_t>> order_;  // (formed, slot) in order of formation
   uint64_t next_formed_ = 0;
-  std::vector<std::vector<uint32_t>> res_classes_;  // per resource: the live classes loading it
+  // Per resource: the live classes loading it, in order of formation (a class is appended when
+  // it forms and erased when it drains), so a sum over the list adds in the allocation's order.
+  std::vector<std::vector<OnResource>> res_classes_;
   std::vector<uint32_t> seeds_;  // resources touched since the last allocation of components
   bool dirty_ = false;           // a change since the last allocation (full or provisional)
   // net.flow_realloc_interval: the last full allocation, the classes formed since (formed,
   // slot), the seeds a provisional pass has seen, and whether the next full one is scheduled.
   int64_t last_full_ps_ = -1;
+  int64_t full_gap_ps_ = 0;  // the wait after the last full allocation (net.flow_realloc_per_class)
   std::vector<std::pair<uint64_t, uint32_t>> provisional_;
   size_t seeds_seen_ = 0;
   bool full_pending_ = false;

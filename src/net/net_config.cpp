@@ -113,6 +113,10 @@ ParamTable<NetConfig> net_table() {
   t.time("net.flow_realloc_interval", &NetConfig::flow_realloc_interval,
          "Flow fidelity: full max-min reallocation at most once per this interval; in between only new flows are "
          "filled over the spare capacity (0: every change, exact)");
+  t.time("net.flow_realloc_per_class", &NetConfig::flow_realloc_per_class,
+         "Flow fidelity with net.flow_realloc_interval: the next full max-min reallocation waits at least this much "
+         "per flow class the last one filled, if that is longer than the interval (0: the interval alone)")
+      .at_most(1e6);
   t.bytes("net.flow_batch_bytes", &NetConfig::flow_batch_bytes,
           "Flow fidelity: a batchable message (MoE-Hub's lines) joins the last queued message of its pair's flow up to "
           "this many payload bytes, and all are delivered when the last has arrived (0: one flow message each, exact)")
@@ -183,6 +187,10 @@ void NetConfig::validate() const {
                                                      links_per_gpu, planes));
   }
   if (flow_realloc_interval < Time::zero()) throw UserError("net.flow_realloc_interval", "must not be negative");
+  if (flow_realloc_per_class < Time::zero()) throw UserError("net.flow_realloc_per_class", "must not be negative");
+  if (flow_realloc_per_class > Time::zero() && flow_realloc_interval <= Time::zero()) {
+    throw UserError("net.flow_realloc_per_class", "needs net.flow_realloc_interval > 0 (it lengthens that interval)");
+  }
   if (flow_batch_bytes > 0 && !flow_merge_pairs) {
     throw UserError("net.flow_batch_bytes", "needs net.flow_merge_pairs = true (a batch joins a pair's queued message)");
   }

@@ -39,6 +39,9 @@ struct NetConfig {
   // Flow fidelity: full max-min allocations at most once per this interval (0: at every
   // change, exact); a stated reduction, docs/network.md.
   Time flow_realloc_interval;
+  // Flow fidelity with flow_realloc_interval: the wait after a full allocation is at least this
+  // much per class it filled (0: the interval alone); a stated reduction, docs/network.md.
+  Time flow_realloc_per_class;
   // Flow fidelity: a message its sender marks batchable (Packet::flow_batch) joins the last
   // queued message of its class up to this many payload bytes and is delivered with it (0: one
   // flow message each, exact); a stated reduction, docs/network.md.

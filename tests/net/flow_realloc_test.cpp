@@ -82,5 +82,50 @@ TEST(FlowReallocInterval, NeedsMergedPairs) {
   }
 }
 
+// net.flow_realloc_per_class (a stated reduction): the wait after a full allocation is at least
+// so much per class it filled. A (0->1, 4 MiB), X (2->3) and Y (4->5) form at t = 0: the full
+// allocation fills 3 classes, so the next waits max(10 us, 3 x 4 us) = 12 us. B (6->1, 256 KiB)
+// forms at 1 us into GPU 1's full ingress and waits at rate 0 until 12 us (not 10 us), then
+// shares it with A: 294912 wire bytes at 100 GB/s end at 14949.12 ns. That full allocation
+// filled only A and B's component (2 classes): the next waits max(10 us, 8 us), so A keeps its
+// half until 22 us: 2400000 wire bytes by 12 us, 1000000 by 22 us, the last 1318592 at 200 GB/s
+// (6592.96 ns). Each then adds the last packet's plane link (2880 ps) and 250 + 100 + 250 ns.
+TEST(FlowReallocInterval, TheWaitAfterAFullAllocationGrowsWithTheClassesItFilled) {
+  Simulator sim;
+  NetConfig c = interval_config(7);
+  c.flow_realloc_per_class = Time::from_ns(4000);
+  FlowNetwork net(c, sim);
+  const double link = 200e9 * 128 / 144;
+  Time a_done, b_done;
+  std::vector<double> at_11us, at_13us;
+  net.transfer(0, 1, 4 << 20, 0, [&] { a_done = sim.now(); });
+  net.transfer(2, 3, 4 << 20, 0, [] {});
+  net.transfer(4, 5, 4 << 20, 0, [] {});
+  sim.schedule_at(Time::from_ns(1000), [&] { net.transfer(6, 1, 256 << 10, 0, [&] { b_done = sim.now(); }); });
+  sim.schedule_at(Time::from_ns(11000), [&] { at_11us = net.rates(); });
+  sim.schedule_at(Time::from_ns(13000), [&] { at_13us = net.rates(); });
+  sim.run();
+  ASSERT_EQ(at_11us.size(), 4u);  // A, X, Y, B in start order
+  EXPECT_NEAR(at_11us[0] / link, 1.0, 1e-12);
+  EXPECT_EQ(at_11us[3], 0.0);
+  ASSERT_EQ(at_13us.size(), 4u);
+  EXPECT_NEAR(at_13us[0] / (link / 2), 1.0, 1e-12);
+  EXPECT_NEAR(at_13us[3] / (link / 2), 1.0, 1e-12);
+  EXPECT_NEAR(static_cast<double>(b_done.ps()), 14949120 + 602880, 1);
+  EXPECT_NEAR(static_cast<double>(a_done.ps()), 28592960 + 602880, 1);
+}
+
+TEST(FlowReallocInterval, PerClassWaitNeedsAnInterval) {
+  NetConfig c = interval_config(2);
+  c.flow_realloc_interval = Time::zero();
+  c.flow_realloc_per_class = Time::from_ps(10);
+  try {
+    c.validate();
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.where(), "net.flow_realloc_per_class");
+  }
+}
+
 }  // namespace
 }  // namespace moehub
