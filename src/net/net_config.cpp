@@ -65,6 +65,11 @@ void declare_fabric(ParamTable<NetConfig>& t) {
       .positive();
   t.time("net.fabric_cable_latency", &NetConfig::fabric_cable_latency, "One cable's latency (NIC-leaf, leaf-spine)");
   t.time("net.fabric_switch_latency", &NetConfig::fabric_switch_latency, "One fabric switch's traversal latency");
+  t.bytes("net.fabric_port_buffer", &NetConfig::fabric_port_buffer_bytes,
+          "Packet fidelity across nodes: the input buffer at the far end of each NIC-leaf, leaf-spine, spine-leaf and "
+          "leaf-NIC link (InfiniBand link-level credits): a packet starts on the link only while it has room for the "
+          "packet's wire bytes; 0: unbounded")
+      .at_most(kMaxBufferBytes);
 }
 
 ParamTable<NetConfig> net_table() {
@@ -261,6 +266,13 @@ void NetConfig::validate_fabric() const {
                                 radix));
   }
   if (rdma_mtu_bytes == 0) throw UserError("net.rdma_mtu_bytes", "must be greater than 0");
+  // A buffer must take the largest packet, or a link whose far end is empty could never send.
+  const uint64_t largest = rdma_wire_bytes(rdma_mtu_bytes);
+  if (fabric_port_buffer_bytes != 0 && fabric_port_buffer_bytes < largest) {
+    throw UserError("net.fabric_port_buffer", fmt::format("{} B cannot hold one {} B fabric packet (net.rdma_mtu_bytes "
+                                                          "plus net.rdma_header_bytes); 0 leaves it unbounded",
+                                                          fabric_port_buffer_bytes, largest));
+  }
 }
 
 uint64_t NetConfig::wire_bytes(uint64_t payload) const {

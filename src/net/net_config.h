@@ -63,6 +63,7 @@ struct NetConfig {
   Bandwidth fabric_link_bandwidth;  // one leaf-spine link, per direction
   Time fabric_cable_latency;        // one cable, NIC-leaf or leaf-spine
   Time fabric_switch_latency;       // one fabric switch traversal
+  uint64_t fabric_port_buffer_bytes = 0;  // packet fidelity: a fabric input port's buffer (link credits); 0 unbounded
 
   // `gpus` is the experiment's run.gpus (the net section does not own it).
   static NetConfig from(const Config& config, int gpus);
