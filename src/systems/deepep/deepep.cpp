@@ -616,9 +616,10 @@ class DeepEpSystem final : public MoeSystem {
 
 namespace {
 
-// Low-latency mode: its kernels post every message without waiting for room (DeepEP 2be0d4f8
-// csrc/kernels/ibgda_device.cuh: nvshmemi_ibgda_put_nbi_warp reserves its WQE slots with an
-// atomicAdd, never polling the queue pair's consumer index), so a phase can be in flight at
+// Low-latency mode: its kernels post every message without waiting for room (deepseek-ai/DeepEP
+// csrc/kernels/ibgda_device.cuh, read at 19d974c5: nvshmemi_ibgda_put_nbi_warp and
+// nvshmemi_ibgda_amo_nonfetch_add take their WQE slots with ibgda_reserve_wqe_slots, an atomicAdd
+// on resv_head that never polls the queue pair's consumer index), so a phase can be in flight at
 // once; but a message here is a whole (token, expert) row (DeepEpLowLatency::write: one
 // store or one RDMA transfer), not 128 B. The layer sends at most one message per (token, top-k
 // slot) in each of dispatch and combine, one count per (rank, expert) after dispatch and one
