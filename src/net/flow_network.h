@@ -255,7 +255,7 @@ class FlowNetwork final : public TransferNetwork {
   // net.flow_batch_bytes: the messages of each batch in flight (slots reused when delivered).
   struct Batch {
     uint64_t bytes = 0;
-    uint32_t limit = 0;  // the batch limit of its messages' kind (lines or stores)
+    uint8_t kind = Packet::kFlowBatchNone;  // its messages' kind (lines or stores): kinds never mix
     std::vector<Packet> packets;
   };
   Slab<Batch> batches_;
