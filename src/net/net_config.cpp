@@ -126,6 +126,11 @@ ParamTable<NetConfig> net_table() {
           "Flow fidelity: a batchable message (MoE-Hub's lines) joins the last queued message of its pair's flow up to "
           "this many payload bytes, and all are delivered when the last has arrived (0: one flow message each, exact)")
       .at_most(1 << 24);
+  t.bytes("net.flow_store_batch_bytes", &NetConfig::flow_store_batch_bytes,
+          "Flow fidelity: a thread block's store (the GPU store port's message: Comet, CCFuser, DeepEP) joins the last "
+          "queued store batch of its pair's flow up to this many payload bytes, and all are delivered when the last has "
+          "arrived (0: one flow message each, exact)")
+      .at_most(1 << 24);
   declare_fabric(t);
   return t;
 }
@@ -195,6 +200,9 @@ void NetConfig::validate() const {
   if (flow_realloc_per_class < Time::zero()) throw UserError("net.flow_realloc_per_class", "must not be negative");
   if (flow_realloc_per_class > Time::zero() && flow_realloc_interval <= Time::zero()) {
     throw UserError("net.flow_realloc_per_class", "needs net.flow_realloc_interval > 0 (it lengthens that interval)");
+  }
+  if (flow_store_batch_bytes > 0 && !flow_merge_pairs) {
+    throw UserError("net.flow_store_batch_bytes", "needs net.flow_merge_pairs = true (a batch joins a pair's queued message)");
   }
   if (flow_batch_bytes > 0 && !flow_merge_pairs) {
     throw UserError("net.flow_batch_bytes", "needs net.flow_merge_pairs = true (a batch joins a pair's queued message)");

@@ -42,7 +42,10 @@ struct Packet {
   // Flow fidelity with net.flow_batch_bytes: the message may join a queued message of its flow
   // and arrive with it (the sender needs no per-message timing: MoE-Hub's lines). Ignored by
   // the packet model.
-  bool flow_batch = false;
+  // kFlowBatchStore: the same under net.flow_store_batch_bytes (a thread block's store through the
+  // GPU store port). A byte, not two flags: a packet slot of the packet model is one cache line.
+  uint8_t flow_batch = kFlowBatchNone;
+  static constexpr uint8_t kFlowBatchNone = 0, kFlowBatchLine = 1, kFlowBatchStore = 2;
   // Opaque to the network; an ack carries the cookie of the write it acknowledges.
   uint64_t cookie = 0;
   // The sender-side owner told about delivery and acks (non-owning; may be null).
