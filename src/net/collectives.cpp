@@ -84,7 +84,7 @@ AllToAll::AllToAll(Network& net, Simulator& sim, const NcclConfig& config, NcclP
   // two cables and the leaf; the far end's PCIe is not on this path and the near end's is the
   // completion's (or clear-to-send's) write into host memory, counted by the caller.
   ack_ = nc.nic_latency * 2 + nc.fabric_cable_latency * 2 + nc.fabric_switch_latency;
-  // Paths without per-step stores (PXN relays, the net transport across nodes): the
+  // LL inside a node spread over more than one step (a threshold above the chunk): the
   // receiver's head update crossing back to the sender, as an unloaded header-only packet.
   slot_return_ = net.config().unloaded_packet_latency(0);
   // The sender's fence (fence.acq_rel.sys before the tail store, prims_simple.h:166-171)

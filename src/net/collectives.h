@@ -3,7 +3,8 @@
 //  - NCCL-style all-to-all(v) (docs/research/systems.md section 7): the quadratic peer order
 //    of NCCL's p2p schedule (7.2); each peer's data split over up to `channels_per_peer`
 //    connections, fewer for a small share (7.3, nccl_pair_channels); each connection moves
-//    512 KiB chunks (steps) through a FIFO of `steps` slots (7.4), so at most `steps` chunks
+//    512 KiB chunks (steps; 128 KiB once the GPUs span nodes, nccl_step_bytes) through a FIFO
+//    of `steps` slots (7.4), so at most `steps` chunks
 //    are in flight per connection; the self copy stays off the fabric.
 //    Simple over NVLink (p2p write mode, prims_simple.h postPeer/waitPeer) copies a
 //    connection's steps in order and signals each op by op: once a step's writes are handed to
@@ -165,7 +166,7 @@ class AllToAll {
   uint64_t generation_ = 0;  // per start: proxied events of an earlier collective are dropped
   Time pcie_;        // a store or poll between a GPU and host memory crosses PCIe once
   Time ack_;         // an RDMA write's ack (or a clear-to-send) from NIC to NIC, unloaded
-  Time slot_return_;
+  Time slot_return_;  // LL inside a node: a slot's return
   StreamOptions data_;  // signalled steps: complete when every write is acknowledged (the fence)
   StreamOptions flag_;  // a tail or head store: one 8-byte write
   std::vector<Connection> conns_;
