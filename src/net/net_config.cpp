@@ -155,6 +155,19 @@ ParamTable<NcclConfig> nccl_table() {
   t.boolean("net.nccl_pxn", &NcclConfig::pxn,
             "NCCL p2p across nodes: a pair on different rails goes over NVLink to the sender node's GPU on the "
             "receiver's rail and out of its NIC (PXN)");
+  t.bytes("net.nccl_net_chunk_bytes", &NcclConfig::net_chunk_bytes,
+          "NCCL p2p step size of every pair when the GPUs span nodes (NCCL_P2P_NET_CHUNKSIZE)")
+      .positive()
+      .at_most(kMaxBufferBytes);
+  t.time("net.nccl_proxy_post_cost", &NcclConfig::proxy_post_cost,
+         "Host time of one verbs post on a GPU's NCCL proxy thread (ibv_post_send or ibv_post_recv)")
+      .at_most(1e9);  // 1 ms
+  t.time("net.nccl_proxy_poll_cost", &NcclConfig::proxy_poll_cost,
+         "Host time of one ibv_poll_cq that returns a completion on a GPU's NCCL proxy thread")
+      .at_most(1e9);  // 1 ms
+  t.boolean("net.nccl_gdr_flush", &NcclConfig::gdr_flush,
+            "NCCL across nodes: the receiver's proxy flushes each received step (an RDMA read through the NIC) "
+            "before it releases the step to the GPU");
   return t;
 }
 
