@@ -1,6 +1,7 @@
 #include "figures/sweep_spec.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <functional>
@@ -87,6 +88,80 @@ std::vector<SweepSetting> read_settings(const TomlReader& r, const toml::node& n
     out.push_back({text->substr(0, eq), text->substr(eq + 1), r.where(e)});
   }
   return out;
+}
+
+// [[sweep.where]]: each table is `set` and the coordinates it applies to (a value or a list each).
+std::vector<SweepWhere> read_where(const TomlReader& r, const toml::node& n, const std::string& context) {
+  const toml::array* a = n.as_array();
+  if (!a) throw UserError(r.where(n), context + ".where: expected [[" + context + ".where]] tables");
+  std::vector<SweepWhere> out;
+  for (size_t i = 0; i < a->size(); ++i) {
+    const toml::table* t = (*a)[i].as_table();
+    const std::string ctx = fmt::format("{}.where[{}]", context, i);
+    if (!t) throw UserError(r.where((*a)[i]), ctx + ": expected a table of coordinates and set");
+    SweepWhere w;
+    w.origin = r.where((*a)[i]);
+    for (const auto& [k, v] : *t) {
+      const std::string key = ctx + "." + std::string(k.str());
+      if (k.str() == "set") {
+        w.settings = read_settings(r, v, key);
+        continue;
+      }
+      std::vector<std::string> values;
+      if (v.is_array()) {
+        for (const auto& e : r.array(v, key)) values.push_back(value_text(r, e, key));
+      } else {
+        values.push_back(value_text(r, v, key));
+      }
+      w.match.emplace_back(std::string(k.str()), std::move(values));
+    }
+    if (w.settings.empty()) throw UserError(w.origin, ctx + ": missing 'set'");
+    if (w.match.empty()) throw UserError(w.origin, ctx + ": no coordinate to match (sweep.set applies to every point)");
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+// A where's keys name coordinates of the sweep, and its settings leave the swept paths alone
+// (a point's coordinates must say what ran).
+void check_where(const SweepAxes& axes, const std::string& context) {
+  if (axes.where.empty()) return;
+  const std::vector<std::string> names = axes.coordinate_names();
+  for (const SweepWhere& w : axes.where) {
+    for (const auto& [name, values] : w.match) {
+      if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+      throw UserError(w.origin, fmt::format("{}.where: '{}' is not a coordinate of the sweep (coordinates: {})", context,
+                                            name, fmt::join(names, ", ")));
+    }
+    for (const SweepSetting& s : w.settings) {
+      for (const auto& [reserved, axis] : named_axis_paths()) {
+        if (s.path == reserved) throw UserError(s.origin, fmt::format("{}.where: set '{}' with sweep.{}", context, s.path, axis));
+      }
+      if (std::find(names.begin(), names.end(), s.path) != names.end()) {
+        throw UserError(s.origin, fmt::format("{}.where: '{}' is a swept axis; a where may not set it", context, s.path));
+      }
+    }
+  }
+}
+
+// Coordinates are text; "0.032" matches the imbalance axis's "0.032000000000000001".
+bool same_value(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  if (a.empty() || b.empty()) return false;
+  char* end_a = nullptr;
+  char* end_b = nullptr;
+  const double x = std::strtod(a.c_str(), &end_a);
+  const double y = std::strtod(b.c_str(), &end_b);
+  return *end_a == '\0' && *end_b == '\0' && x == y;
+}
+
+bool matches(const SweepWhere& w, const SweepPoint& p) {
+  for (const auto& [name, values] : w.match) {
+    const auto c = std::find_if(p.coordinates.begin(), p.coordinates.end(), [&](const auto& x) { return x.first == name; });
+    if (c == p.coordinates.end()) return false;
+    if (std::none_of(values.begin(), values.end(), [&](const std::string& v) { return same_value(c->second, v); })) return false;
+  }
+  return true;
 }
 
 // One axis of the crossing: how many values, and what choosing the i-th does to a point.
@@ -205,15 +280,18 @@ void read_sweep_axes(const TomlReader& r, const toml::table& t, const std::strin
       axes.zipped = read_zipped(r, n, context);
     } else if (key == "set") {
       axes.settings = read_settings(r, n, path);
+    } else if (key == "where") {
+      axes.where = read_where(r, n, context);
     } else {
       throw UserError(r.where(n), fmt::format("unknown sweep key '{}' (known: models, gpus, tokens, seq_lengths, "
-                                              "imbalance, hardware, seeds, systems, axes, zip, set{})",
+                                              "imbalance, hardware, seeds, systems, axes, zip, set, where{})",
                                               path, context == "sweep" ? ", quick" : ""));
     }
   }
   if (!axes.seq_lengths.empty() && axes.gpus.empty()) {
     throw UserError(r.file().string(), context + ": seq_lengths (tokens per GPU) needs gpus");
   }
+  check_where(axes, context);
 }
 
 void require_registered_systems(const SweepAxes& full, const SweepAxes& quick, const std::string& where) {
@@ -244,6 +322,9 @@ std::vector<SweepPoint> sweep_points(const SweepAxes& axes, const std::string& o
     }
     for (size_t k = 0; k < dims.size(); ++k) dims[k].apply(index[k], p);
     for (const auto& s : axes.settings) p.settings.push_back(s);
+    for (const SweepWhere& w : axes.where) {
+      if (matches(w, p)) p.settings.insert(p.settings.end(), w.settings.begin(), w.settings.end());
+    }
     out.push_back(std::move(p));
   }
   return out;

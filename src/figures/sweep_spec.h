@@ -37,6 +37,15 @@ struct SweepGroup {
   size_t size() const { return axes.empty() ? 0 : axes.front().values.size(); }
 };
 
+// [[sweep.where]]: settings for the points whose coordinates match, e.g. redundant experts only
+// where a model's experts do not cover the GPUs. Every key must match (values compare as text,
+// or as numbers when both parse as numbers).
+struct SweepWhere {
+  std::vector<std::pair<std::string, std::vector<std::string>>> match;  // coordinate -> values
+  std::vector<SweepSetting> settings;                                   // applied after `set`
+  std::string origin;                                                   // "file:line"
+};
+
 struct SweepAxes {
   std::vector<std::string> models;
   std::vector<int64_t> gpus;
@@ -49,6 +58,7 @@ struct SweepAxes {
   std::vector<SweepGroup> crossed;   // [sweep.axes]
   std::vector<SweepGroup> zipped;    // [[sweep.zip]]
   std::vector<SweepSetting> settings;
+  std::vector<SweepWhere> where;     // [[sweep.where]], in file order
   std::map<std::string, std::string> origins;  // named axis ("models") -> "file:line: sweep.models"
 
   // Where the named axis was given ("file:line: sweep.models"), else "<fallback>.<axis>".
@@ -66,7 +76,7 @@ struct SweepPoint {
   double imbalance = 0;
   int64_t seed = 0;        // 0: not swept
   std::vector<std::pair<std::string, std::string>> coordinates;  // (name, value) per swept axis
-  std::vector<SweepSetting> settings;  // axis values first, then `set`, in order
+  std::vector<SweepSetting> settings;  // axis values first, then `set`, then matching `where`s, in order
   std::string origin;                  // "<file>: sweep", named in errors
 
   std::string label() const;  // e.g. "mixtral-8x7b 8 GPUs 8192 tokens std 0.032 hub.rat.entries=64"
@@ -81,7 +91,8 @@ void read_sweep_axes(const TomlReader& reader, const toml::table& t, const std::
 void require_registered_systems(const SweepAxes& full, const SweepAxes& quick, const std::string& where);
 
 // Every point of the axes crossed (zipped groups advance together), the first axis outermost:
-// models, gpus, tokens, imbalance, hardware, the parameter groups in file order, then seeds.
+// models, gpus, tokens, imbalance, hardware, the parameter groups in file order, then seeds;
+// each with the settings of the [[sweep.where]] tables its coordinates match.
 std::vector<SweepPoint> sweep_points(const SweepAxes& axes, const std::string& origin);
 
 }  // namespace moehub

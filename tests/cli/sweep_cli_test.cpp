@@ -167,3 +167,45 @@ TEST(SweepCli, ShippedSweepsAndTheDocumentedExampleValidate) {
 }
 
 }  // namespace
+
+namespace {
+
+// [[sweep.where]]: Mixtral's 8 experts cover 2 GPUs but not 16; a where gives the 16-GPU point
+// 8 redundant experts (one physical expert per GPU), so both points run.
+TEST(SweepCli, AWhereGivesItsPointsTheirOwnSettings) {
+  const fs::path file = scratch_dir() / "where.toml";
+  write_file(file, "[sweep]\ngpus = [2, 16]\nseq_lengths = [32]\nsystems = [\"ideal\"]\n"
+                   "[[sweep.where]]\ngpus = 16\nset = [\"workload.redundant_experts=8\"]\n");
+  const Result r = sweep(file);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto rows = lines(slurp(file.parent_path() / "out" / "where.csv"));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[1].rfind("2,32,ideal,ok,", 0), 0u) << rows[1];
+  EXPECT_EQ(rows[2].rfind("16,32,ideal,ok,", 0), 0u) << rows[2];
+  // A where that matches no point (no 3-GPU point) leaves the 16-GPU point without replicas.
+  write_file(file, "[sweep]\ngpus = [2, 16]\nseq_lengths = [32]\nsystems = [\"ideal\"]\n"
+                   "[[sweep.where]]\ngpus = 3\nset = [\"workload.redundant_experts=8\"]\n");
+  const Result refused = sweep(file, {"--keep-going"});
+  EXPECT_EQ(refused.status, 2) << refused.err;
+  EXPECT_NE(refused.err.find("gpus=16"), std::string::npos) << refused.err;
+}
+
+// The scale figure (configs/experiments/scale.toml, issue 23 item 6): 2 models x 8 GPU counts,
+// and its quick subset (DeepSeek-V3 on 8 and 16 GPUs) writes a row per system, all run.
+TEST(SweepCli, TheScaleFigureResolvesAndItsQuickSubsetWritesItsCsv) {
+  const fs::path shipped = fs::path(MOEHUB_SOURCE_DIR) / "configs" / "experiments" / "scale.toml";
+  const Result v = moehub({"validate", shipped.string()});
+  ASSERT_EQ(v.status, 0) << v.err;
+  EXPECT_NE(v.out.find("16 points resolved (2 in --quick)"), std::string::npos) << v.out;
+  const fs::path out = scratch_dir() / "scale";
+  const Result r = moehub({"sweep", shipped.string(), "--quick", "--out", out.string(), "--jobs", "2"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto rows = lines(slurp(out / "scale.csv"));
+  ASSERT_EQ(rows.size(), 17u);  // header + 2 points x 8 systems
+  EXPECT_EQ(rows[0].rfind("model,gpus,seq_length,imbalance,hardware,system,status,layer_us,", 0), 0u) << rows[0];
+  for (size_t i = 1; i < rows.size(); ++i) EXPECT_NE(rows[i].find(",ok,"), std::string::npos) << rows[i];
+  EXPECT_EQ(rows[1].rfind("deepseek-v3,8,16,0,h800-cluster,megatron-te,ok,", 0), 0u) << rows[1];
+  EXPECT_TRUE(fs::exists(out / "scale-speedup.svg"));
+}
+
+}  // namespace
