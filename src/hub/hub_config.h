@@ -96,6 +96,8 @@ struct HubConfig {
   // A stated reduction at flow fidelity with net.flow_batch_bytes: a run of whole lines of one
   // store travels the SM side, the RPM, the fabric and the ingress as one item (docs/hub/wiring.md).
   bool flow_line_runs = false;
+  // With flow_line_runs: ordinary st. stores (the combine's) make runs too.
+  bool flow_line_runs_st = false;
   AauConfig aau;
   RpmConfig rpm;
   DamConfig dam;

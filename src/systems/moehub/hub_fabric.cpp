@@ -434,7 +434,8 @@ class HubFabric::SmPort final : public gpu::StorePort {
       const uint32_t peer = rpm_ ? partition_of(p.dst) : peer_of(p.dst);
       // A peer address carries its GPU (UVA: each GPU's memory has its own range).
       const uint64_t gpu_bits = static_cast<uint64_t>(p.dst) << kGpuShift;
-      if (const uint32_t lines = tag.rowsp ? run_lines(p, at, tx, peer) : 0; lines >= (rpm_ ? 1u : 2u)) {
+      const bool may_run = tag.rowsp || f_.hub_.flow_line_runs_st;
+      if (const uint32_t lines = may_run ? run_lines(p, at, tx, peer) : 0; lines >= (rpm_ ? 1u : 2u)) {
         if (!send_run(lane, p, tag, at, tx, peer, lines)) return;
         lane.staging.took(static_cast<uint64_t>(lines) * line_);
         continue;
@@ -473,8 +474,8 @@ class HubFabric::SmPort final : public gpu::StorePort {
   // hub.flow_line_runs: the whole lines of the staged st.rowsp store from `at` that may travel as
   // one run (at most the run limit, and with the RPM what its partition has free). With the RPM
   // one line is a run too (it may join the partition's latest run); without it a run needs two.
-  // The combine's st. stores stay lines: their runs (two lines a store) moved the RPM variants'
-  // combine by up to 2 % at 64 GPUs x 64 tokens (docs/performance/scale-out.md, session 28).
+  // The combine's st. stores stay lines unless hub.flow_line_runs_st: their runs (two lines a
+  // store) moved the RPM variants' combine by up to 2 % at 64 GPUs x 64 tokens (session 28).
   uint32_t run_lines(const StoreStaging::Staged& p, uint64_t at, uint64_t tx, uint32_t peer) const {
     if (f_.run_limit_ < 2 || at % line_ != 0 || (!rpm_ && tx < line_)) return 0;
     uint64_t lines = std::min<uint64_t>((p.bytes - p.done) / line_, f_.run_limit_);
