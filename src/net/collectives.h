@@ -3,7 +3,8 @@
 //  - NCCL-style all-to-all(v) (docs/research/systems.md section 7): the quadratic peer order
 //    of NCCL's p2p schedule (7.2); each peer's data split over up to `channels_per_peer`
 //    connections, fewer for a small share (7.3, nccl_pair_channels); each connection moves
-//    512 KiB chunks (steps) through a FIFO of `steps` slots (7.4), so at most `steps` chunks
+//    512 KiB chunks (steps; 128 KiB once the GPUs span nodes, nccl_step_bytes) through a FIFO
+//    of `steps` slots (7.4), so at most `steps` chunks
 //    are in flight per connection; the self copy stays off the fabric.
 //    Simple over NVLink (p2p write mode, prims_simple.h postPeer/waitPeer) copies a
 //    connection's steps in order and signals each op by op: once a step's writes are handed to
@@ -15,15 +16,24 @@
 //    A pair small enough for NCCL's LL protocol sends 16-byte lines of 8 data bytes and a flag:
 //    twice its bytes on the wire, in one step (no slot to wait for).
 //    Across nodes with PXN (the NCCL default) a pair whose GPUs sit on different rails goes
-//    first over NVLink to the sender node's GPU on the receiver's rail, whose NIC sends it on:
-//    each chunk is forwarded once it has landed there (nccl_pxn_relay).
+//    first over NVLink to the sender node's GPU on the receiver's rail, whose NIC sends it on
+//    (nccl_pxn_relay). A connection across nodes runs NCCL's net transport: the sender's GPU
+//    writes its steps in order into the FIFO (the relay's over NVLink, or its own memory),
+//    fences and stores each tail into host memory; the relay's proxy thread (NcclProxies)
+//    posts a step's RDMA write once it has seen the tail and the receiver's clear-to-send, and
+//    polls its completion, which frees the slot; the receiver's proxy posts `steps` receives
+//    ahead (each with a clear-to-send to the sender), polls each arrival, flushes if asked and
+//    stores the tail for its GPU, whose head store lets the proxy post the next receive.
 //  - one-sided puts issued by a thread block: stores of at most max_payload bytes, complete
 //    when every store is acknowledged (put + quiet).
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "config/config.h"
+#include "net/nccl_proxy.h"
 #include "net/network.h"
 #include "sim/callback.h"
 #include "sim/per_gpu.h"
@@ -37,6 +47,10 @@ struct NcclConfig {
   int channels_per_peer = 4;
   uint64_t ll_threshold_bytes = 16 * 1024;  // LL while a pair's bytes <= channels x this
   bool pxn = false;                         // across nodes: relay through the receiver's rail (PXN)
+  uint64_t net_chunk_bytes = 128 * 1024;    // the step size of every pair once the GPUs span nodes
+  Time proxy_post_cost;                     // one ibv_post_send or ibv_post_recv on a proxy thread
+  Time proxy_poll_cost;                     // one ibv_poll_cq that returns a completion
+  bool gdr_flush = false;                   // the receiver's proxy flushes each step (RDMA read)
   static NcclConfig from(const Config& config);
 };
 
@@ -46,8 +60,13 @@ struct NcclConfig {
 std::vector<int> nccl_p2p_deltas(int n);
 
 // Connections NCCL gives one pair's `bytes` (enqueue.cc:920): a small share runs on fewer
-// channels than channels_per_peer: one per chunk/8 bytes.
-int nccl_pair_channels(const NcclConfig& cfg, uint64_t bytes);
+// channels than channels_per_peer: one per chunk/8 bytes, or net chunk/2 once the GPUs span
+// nodes (`multi_node`).
+int nccl_pair_channels(const NcclConfig& cfg, uint64_t bytes, bool multi_node = false);
+// The step (chunk) size of the pair src -> dst carrying `bytes` (init.cc:830-843,
+// enqueue.cc:936-943): chunk_bytes in one node; net_chunk_bytes once the GPUs span nodes, and for
+// a pair across nodes a quarter of it below one step's bytes, half below eight.
+uint64_t nccl_step_bytes(const NcclConfig& cfg, const NetConfig& net, int src, int dst, uint64_t bytes);
 // Whether NCCL sends a pair's `bytes` over `channels` connections with LL (enqueue.cc:932).
 bool nccl_pair_uses_ll(const NcclConfig& cfg, uint64_t bytes, int channels);
 
@@ -59,13 +78,17 @@ int nccl_pxn_relay(const NetConfig& net, const NcclConfig& cfg, int src, int dst
 
 // The most chunks one all-to-all (or NCCL group call) over `gpus` GPUs has in flight at once:
 // every ordered pair on at most channels_per_peer connections, each with at most `steps` chunks
-// out (AllToAll::issue; with PXN a chunk is on one of its two legs at a time). For
+// out (AllToAll::issue; across nodes a slot is freed only by the send's completion and the
+// receiver's proxy posts at most `steps` receives; with PXN a chunk is on one of its two legs
+// at a time; clear-to-sends and acks are timed, not flows). For
 // run.memory_budget's estimate.
 uint64_t nccl_most_chunks_in_flight(const NcclConfig& cfg, int64_t gpus);
 
 class AllToAll {
  public:
-  AllToAll(Network& net, Simulator& sim, const NcclConfig& config);
+  // `proxies`: the GPUs' NCCL proxy threads, shared by every collective of a run; null: this
+  // object has its own (a lone collective, a test).
+  AllToAll(Network& net, Simulator& sim, const NcclConfig& config, NcclProxies* proxies = nullptr);
   AllToAll(const AllToAll&) = delete;
   AllToAll& operator=(const AllToAll&) = delete;
 
@@ -96,6 +119,12 @@ class AllToAll {
     uint64_t copied = 0;  // signalled: steps whose writes the network has taken (handed over)
     uint64_t posted = 0;  // steps whose tail store the sender has issued (in step order)
     uint64_t seen = 0;    // steps whose tail store has landed at the receiver
+    uint64_t chunk = 0;   // this connection's step size (nccl_step_bytes)
+    bool proxied = false;  // across nodes: the net transport through the proxies
+    uint64_t tails = 0;    // proxied: steps whose tail the relay's proxy has seen
+    uint64_t cts = 0;      // proxied: clear-to-sends from the receiver that reached the relay
+    uint64_t isends = 0;   // proxied: RDMA writes queued on the relay's proxy
+    uint64_t irecvs = 0;   // proxied: receives queued on the receiver's proxy
   };
   void begin(int priority, Callback on_complete);
   void add_pair(int src, int dst, uint64_t total);  // its connections, channel by channel
@@ -110,6 +139,21 @@ class AllToAll {
   void fenced(size_t conn, uint64_t step);
   void post(size_t conn);
   void tail_landed(size_t conn, uint64_t tail);
+  // Proxied connections (across nodes), in NCCL's order: the relay's proxy has seen tail
+  // `tail`; queues the RDMA writes that tail and clear-to-send allow; one was posted; a step
+  // arrived at the receiver; the receiver's proxy polled it; its GPU saw the tail; the
+  // receiver's proxy posts a receive; the relay's proxy polled a send completion.
+  void tail_seen(size_t conn, uint64_t tail);
+  void queue_sends(size_t conn);
+  void send_posted(size_t conn, uint64_t step);
+  void step_arrived(size_t conn);
+  void step_polled(size_t conn);
+  void step_read(size_t conn);
+  void post_receive(size_t conn);
+  void send_polled(size_t conn);
+  uint64_t step_size(const Connection& conn, uint64_t step) const {
+    return std::min(conn.chunk, conn.bytes - step * conn.chunk);
+  }
   // Counts delivered bytes; true if they completed the collective (its callback has run and
   // may have started the next one: the caller must not touch its connections).
   bool received(uint64_t bytes);
@@ -117,7 +161,12 @@ class AllToAll {
   Network& net_;
   Simulator& sim_;
   NcclConfig cfg_;
-  Time slot_return_;
+  std::unique_ptr<NcclProxies> own_proxies_;
+  NcclProxies* proxies_;
+  uint64_t generation_ = 0;  // per start: proxied events of an earlier collective are dropped
+  Time pcie_;        // a store or poll between a GPU and host memory crosses PCIe once
+  Time ack_;         // an RDMA write's ack (or a clear-to-send) from NIC to NIC, unloaded
+  Time slot_return_;  // LL inside a node: a slot's return
   StreamOptions data_;  // signalled steps: complete when every write is acknowledged (the fence)
   StreamOptions flag_;  // a tail or head store: one 8-byte write
   std::vector<Connection> conns_;

@@ -14,7 +14,8 @@
 // With net.flow_realloc_per_class (a stated reduction) that wait is at least so much per class
 // the last full allocation filled.
 // With net.flow_batch_bytes (a stated reduction) messages marked Packet::flow_batch join the
-// class's last queued member up to that many bytes and are delivered together.
+// class's last queued member up to that many bytes and are delivered together; the same for
+// Packet::kFlowBatchStore under net.flow_store_batch_bytes.
 // Messages are back-pressured (SendWindows): a sender hands the network a message only while
 // its outstanding messages on that path fit the window of the real link's buffers or queue.
 // With a scale-out fabric (net.gpus_per_node > 0) a flow between nodes loads instead its route
@@ -159,7 +160,7 @@ class FlowNetwork final : public TransferNetwork {
   uint32_t class_for(int src, int dst, double wire_per_byte, double ack_per_byte);  // its slot
   uint32_t class_of(int src, int dst, uint64_t bytes, uint32_t messages);
   void start(uint32_t slot, uint64_t bytes, Time tail, Callback on_complete, uint32_t batch);
-  void send_batched(Packet&& packet);
+  void send_batched(Packet&& packet, uint32_t limit);
   void deliver_released(Packet&& p);
   void deliver_batch(uint32_t id);
   void route(FlowClass& c) const;
@@ -254,6 +255,7 @@ class FlowNetwork final : public TransferNetwork {
   // net.flow_batch_bytes: the messages of each batch in flight (slots reused when delivered).
   struct Batch {
     uint64_t bytes = 0;
+    uint8_t kind = Packet::kFlowBatchNone;  // its messages' kind (lines or stores): kinds never mix
     std::vector<Packet> packets;
   };
   Slab<Batch> batches_;

@@ -65,6 +65,11 @@ void declare_fabric(ParamTable<NetConfig>& t) {
       .positive();
   t.time("net.fabric_cable_latency", &NetConfig::fabric_cable_latency, "One cable's latency (NIC-leaf, leaf-spine)");
   t.time("net.fabric_switch_latency", &NetConfig::fabric_switch_latency, "One fabric switch's traversal latency");
+  t.bytes("net.fabric_port_buffer", &NetConfig::fabric_port_buffer_bytes,
+          "Packet fidelity across nodes: the input buffer at the far end of each NIC-leaf, leaf-spine, spine-leaf and "
+          "leaf-NIC link (InfiniBand link-level credits): a packet starts on the link only while it has room for the "
+          "packet's wire bytes; 0: unbounded")
+      .at_most(kMaxBufferBytes);
 }
 
 ParamTable<NetConfig> net_table() {
@@ -121,6 +126,11 @@ ParamTable<NetConfig> net_table() {
           "Flow fidelity: a batchable message (MoE-Hub's lines) joins the last queued message of its pair's flow up to "
           "this many payload bytes, and all are delivered when the last has arrived (0: one flow message each, exact)")
       .at_most(1 << 24);
+  t.bytes("net.flow_store_batch_bytes", &NetConfig::flow_store_batch_bytes,
+          "Flow fidelity: a thread block's store (the GPU store port's message: Comet, CCFuser, DeepEP) joins the last "
+          "queued store batch of its pair's flow up to this many payload bytes, and all are delivered when the last has "
+          "arrived (0: one flow message each, exact)")
+      .at_most(1 << 24);
   declare_fabric(t);
   return t;
 }
@@ -145,6 +155,19 @@ ParamTable<NcclConfig> nccl_table() {
   t.boolean("net.nccl_pxn", &NcclConfig::pxn,
             "NCCL p2p across nodes: a pair on different rails goes over NVLink to the sender node's GPU on the "
             "receiver's rail and out of its NIC (PXN)");
+  t.bytes("net.nccl_net_chunk_bytes", &NcclConfig::net_chunk_bytes,
+          "NCCL p2p step size of every pair when the GPUs span nodes (NCCL_P2P_NET_CHUNKSIZE)")
+      .positive()
+      .at_most(kMaxBufferBytes);
+  t.time("net.nccl_proxy_post_cost", &NcclConfig::proxy_post_cost,
+         "Host time of one verbs post on a GPU's NCCL proxy thread (ibv_post_send or ibv_post_recv)")
+      .at_most(1e9);  // 1 ms
+  t.time("net.nccl_proxy_poll_cost", &NcclConfig::proxy_poll_cost,
+         "Host time of one ibv_poll_cq that returns a completion on a GPU's NCCL proxy thread")
+      .at_most(1e9);  // 1 ms
+  t.boolean("net.nccl_gdr_flush", &NcclConfig::gdr_flush,
+            "NCCL across nodes: the receiver's proxy flushes each received step (an RDMA read through the NIC) "
+            "before it releases the step to the GPU");
   return t;
 }
 
@@ -190,6 +213,9 @@ void NetConfig::validate() const {
   if (flow_realloc_per_class < Time::zero()) throw UserError("net.flow_realloc_per_class", "must not be negative");
   if (flow_realloc_per_class > Time::zero() && flow_realloc_interval <= Time::zero()) {
     throw UserError("net.flow_realloc_per_class", "needs net.flow_realloc_interval > 0 (it lengthens that interval)");
+  }
+  if (flow_store_batch_bytes > 0 && !flow_merge_pairs) {
+    throw UserError("net.flow_store_batch_bytes", "needs net.flow_merge_pairs = true (a batch joins a pair's queued message)");
   }
   if (flow_batch_bytes > 0 && !flow_merge_pairs) {
     throw UserError("net.flow_batch_bytes", "needs net.flow_merge_pairs = true (a batch joins a pair's queued message)");
@@ -261,6 +287,13 @@ void NetConfig::validate_fabric() const {
                                 radix));
   }
   if (rdma_mtu_bytes == 0) throw UserError("net.rdma_mtu_bytes", "must be greater than 0");
+  // A buffer must take the largest packet, or a link whose far end is empty could never send.
+  const uint64_t largest = rdma_wire_bytes(rdma_mtu_bytes);
+  if (fabric_port_buffer_bytes != 0 && fabric_port_buffer_bytes < largest) {
+    throw UserError("net.fabric_port_buffer", fmt::format("{} B cannot hold one {} B fabric packet (net.rdma_mtu_bytes "
+                                                          "plus net.rdma_header_bytes); 0 leaves it unbounded",
+                                                          fabric_port_buffer_bytes, largest));
+  }
 }
 
 uint64_t NetConfig::wire_bytes(uint64_t payload) const {

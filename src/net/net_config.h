@@ -46,6 +46,9 @@ struct NetConfig {
   // queued message of its class up to this many payload bytes and is delivered with it (0: one
   // flow message each, exact); a stated reduction, docs/network.md.
   uint32_t flow_batch_bytes = 0;
+  // The same for messages marked Packet::kFlowBatchStore (the GPU store port's stores), with
+  // their own limit: a store is often larger than a whole batch of lines.
+  uint32_t flow_store_batch_bytes = 0;
   // Scale-out (src/net/fabric_topology.h). gpus_per_node = 0: one NVLink domain, no fabric.
   int gpus_per_node = 0;
   Bandwidth pcie_bandwidth;         // GPU <-> NIC, per direction
@@ -63,6 +66,7 @@ struct NetConfig {
   Bandwidth fabric_link_bandwidth;  // one leaf-spine link, per direction
   Time fabric_cable_latency;        // one cable, NIC-leaf or leaf-spine
   Time fabric_switch_latency;       // one fabric switch traversal
+  uint64_t fabric_port_buffer_bytes = 0;  // packet fidelity: a fabric input port's buffer (link credits); 0 unbounded
 
   // `gpus` is the experiment's run.gpus (the net section does not own it).
   static NetConfig from(const Config& config, int gpus);

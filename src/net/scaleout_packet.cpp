@@ -34,6 +34,9 @@ ScaleOutPackets::ScaleOutPackets(const NetConfig& config, Simulator& sim, TraceR
     Link& l = links_[i];
     const K kind = topo_.links()[i].kind;
     l.payload_only = kind == K::PcieUp || kind == K::PcieDown;
+    l.credited = cfg_.fabric_port_buffer_bytes > 0 &&
+                 (kind == K::NicTx || kind == K::LeafToSpine || kind == K::SpineToLeaf || kind == K::NicRx);
+    l.room = l.credited ? cfg_.fabric_port_buffer_bytes : 0;
     l.rate = l.payload_only                                          ? cfg_.pcie_bandwidth
              : (kind == K::LeafToSpine || kind == K::SpineToLeaf) ? cfg_.fabric_link_bandwidth
                                                                     : cfg_.nic_bandwidth;
@@ -195,6 +198,8 @@ void ScaleOutPackets::cut_packet(int src, int dst, WorkRequest& wr) {
 void ScaleOutPackets::forward(uint32_t id, Time head, Time tail) {
   Flight& f = pool_[id];
   if (f.hop == f.hops) {
+    // An ack ends at the NIC: it leaves the NIC's receive buffer as it arrives.
+    if (f.hops > 0) return_credit(f.links[f.hops - 1], f.wire, tail);
     // The tail has arrived (an ack's, at the NIC: the sender hears of it across PCIe).
     const Time at = f.pkt.kind == PacketKind::Ack ? tail + cfg_.pcie_latency : tail;
     sim_.schedule_at(at, [this, id] { on_arrival(id); });
@@ -235,11 +240,21 @@ void ScaleOutPackets::on_link(uint32_t link) {
       schedule_link(link, start);
       return;
     }
+    if (l.credited && l.room < head.wire) {  // return_credit wakes the link
+      if (!l.starved) {
+        l.starved = true;
+        l.starved_since = now;
+        ++credit_stalls_;
+      }
+      return;
+    }
     const uint32_t id = pop(l.q);
     Flight& f = pool_[id];
     const uint32_t bytes = l.payload_only ? f.pkt.payload_bytes : f.wire;
     const Time end = max(now + l.rate.transfer_time(bytes), Time::from_ps(f.tail_ps));
     l.busy_until = end;
+    if (l.credited) l.room -= f.wire;
+    if (f.hop > 0) return_credit(f.links[f.hop - 1], f.wire, end);
     l.stats.record_send(now, end - now, bytes, f.pkt.payload_bytes);
     if (trace_) l.stats.trace_busy(trace_, link_pid(link), trace_->track(link_pid(link), link_track(link)), now, end, coalesce_);
     ++f.hop;
@@ -253,6 +268,18 @@ void ScaleOutPackets::on_link(uint32_t link) {
     forward(id, now + l.after, end + l.after);
     if (data) pump_source(owner);
   }
+}
+
+void ScaleOutPackets::return_credit(uint32_t link, uint32_t bytes, Time left) {
+  if (!links_[link].credited) return;
+  sim_.schedule_at(left + cfg_.fabric_cable_latency, [this, link, bytes] {
+    Link& l = links_[link];
+    l.room += bytes;
+    if (!l.starved) return;
+    l.starved = false;
+    credit_wait_ += sim_.now() - l.starved_since;
+    schedule_link(link, sim_.now());
+  });
 }
 
 // ---------------------------------------------------------------- the destination
@@ -376,6 +403,10 @@ void ScaleOutPackets::stats(nlohmann::json& links, nlohmann::json& out, Time ela
   out["rdma_acks_delivered"] = acks_;
   out["fabric_packets_injected"] = injected_;
   out["fabric_packets_delivered"] = delivered_;
+  if (cfg_.fabric_port_buffer_bytes > 0) {
+    out["fabric_credit_stalls"] = credit_stalls_;
+    out["fabric_credit_wait_ns"] = credit_wait_.ns();
+  }
 }
 
 void ScaleOutPackets::flush_trace() {
@@ -399,6 +430,13 @@ void ScaleOutPackets::conservation_violations(std::vector<std::string>& out) con
     }
   }
   if (!windows_.idle()) out.push_back("a fabric message is still outstanding in its queue pair's window");
+  for (uint32_t l = 0; l < links_.size(); ++l) {
+    if (links_[l].credited && links_[l].room != cfg_.fabric_port_buffer_bytes) {
+      out.push_back(fmt::format("fabric link {} has {} of {} B of credits back", link_track(l), links_[l].room,
+                                cfg_.fabric_port_buffer_bytes));
+      break;
+    }
+  }
 }
 
 }  // namespace moehub

@@ -10,7 +10,14 @@
 // Links forward cut-through (InfiniBand switches do): a packet may start on the next link one
 // hop latency after it started on the last, and ends no earlier than its tail arrives, so an
 // unloaded packet takes the flow model's tail (slowest serialisation plus every latency). Each
-// link serves one FIFO in arrival order. The fabric's buffers are not bounded here: what is in
+// link serves one FIFO in arrival order. With net.fabric_port_buffer > 0 the input buffer at the
+// far end of every NIC-leaf, leaf-spine, spine-leaf and leaf-NIC link is bounded by link-level
+// credits, as InfiniBand's are (IBTA vol. 1, 7.9): a packet starts on such a link only while that
+// buffer has room for its wire bytes, holds them until its tail has left on its next link (or,
+// at the last, until it has arrived) and the room is back at the sender one cable latency later
+// (the credit update's trip). A full buffer stops its link, whose waiting packets then hold the
+// buffer behind them: congestion spreads back to the sources, as in a lossless fabric. Without
+// it (0) the fabric's buffers are unbounded. In both, what is in
 // flight is bounded at the source, as the flow fidelity bounds it: a message waits for its
 // queue pair's window (net.nic_send_queue_depth, SendWindows), and a NIC fetches a packet over
 // PCIe only while what it fetched and has not yet sent fits its read pipeline (the port's
@@ -102,6 +109,10 @@ class ScaleOutPackets final : public PacketClient {
     Time after;    // latency from starting on this link to the head's arrival at the next
     Bandwidth rate;
     bool payload_only = false;  // PCIe carries the payload (GPUDirect), not the fabric headers
+    bool credited = false;      // its far end's input buffer is bounded (net.fabric_port_buffer)
+    bool starved = false;       // its head packet waits for room there
+    uint64_t room = 0;          // credited: free bytes in that buffer, as the sender knows them
+    Time starved_since;
     LinkStats stats;
   };
   // A work request on a queue pair: a transfer's remaining bytes, or one message.
@@ -138,6 +149,9 @@ class ScaleOutPackets final : public PacketClient {
   void forward(uint32_t id, Time head, Time tail);
   void schedule_link(uint32_t link, Time at);
   void on_link(uint32_t link);
+  // The packet's wire bytes leave the buffer at the far end of `link` at `left`; the sender
+  // hears of the room one cable latency later.
+  void return_credit(uint32_t link, uint32_t bytes, Time left);
   void on_arrival(uint32_t id);
   void deliver(uint32_t id);
   void send_ack(const Packet& p, Time at);
@@ -167,6 +181,8 @@ class ScaleOutPackets final : public PacketClient {
   uint64_t rdma_messages_ = 0;
   uint64_t rdma_packets_ = 0;
   uint64_t acks_ = 0;
+  uint64_t credit_stalls_ = 0;  // a link's head packet found no room at its far end
+  Time credit_wait_;            // summed over links, while they waited for room
 };
 
 }  // namespace moehub

@@ -24,6 +24,7 @@ Cluster::Cluster(Simulator& sim, const Config& config, const Workload& workload,
       nccl_(NcclConfig::from(config)) {
   const int n = static_cast<int>(workload.tokens().gpus());
   network_ = make_net(NetConfig::from(config, n), sim, trace);
+  nccl_proxies_ = std::make_unique<NcclProxies>(sim, n);
   activity_.resize(n);
   phases_.resize(n);
   for (int g = 0; g < n; ++g) {

@@ -68,6 +68,8 @@ class Cluster {
   gpu::Stream& stream(int g) { return *streams_.at(g); }
   Network& network() { return *network_; }
   const NcclConfig& nccl() const { return nccl_; }
+  // The GPUs' NCCL proxy threads, shared by every NCCL collective of the run.
+  NcclProxies& nccl_proxies() { return *nccl_proxies_; }
 
   // Launches `spec` on `stream` through GPU g's host; its run is logged as `what`.
   gpu::KernelId launch(int g, gpu::Stream& stream, Activity what, gpu::KernelSpec spec);
@@ -142,6 +144,7 @@ class Cluster {
   PerGpu<std::unique_ptr<gpu::Host>> hosts_;
   PerGpu<gpu::Stream*> streams_;
   std::unique_ptr<Network> network_;
+  std::unique_ptr<NcclProxies> nccl_proxies_;
   PerGpu<std::unique_ptr<NetworkStorePort>> ports_;
   PerGpu<std::unique_ptr<MemoryReceiver>> receivers_;
   PerGpu<PacketReceiver*> receiver_of_;  // the current receiver of each GPU

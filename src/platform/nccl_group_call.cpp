@@ -119,7 +119,7 @@ void NcclGroupCall::start_pair(Pair& p) {
     cluster_.gpu(p.src).memory_write(2 * p.bytes, [this, &p] { pair_delivered(p); });
     return;
   }
-  p.transfer = std::make_unique<AllToAll>(cluster_.network(), cluster_.sim(), cluster_.nccl());
+  p.transfer = std::make_unique<AllToAll>(cluster_.network(), cluster_.sim(), cluster_.nccl(), &cluster_.nccl_proxies());
   p.transfer->start_pair(p.src, p.dst, p.bytes, priority_, [this, &p] { pair_delivered(p); });
 }
 

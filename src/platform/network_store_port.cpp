@@ -15,6 +15,7 @@ Packet NetworkStorePort::store_packet(int dst, uint32_t payload, uint64_t tag) {
   pkt.cookie = tag;
   pkt.client = this;
   pkt.ack_awaited = false;  // remote stores are not fenced here: their acks are only traffic
+  pkt.flow_batch = Packet::kFlowBatchStore;  // independent writes: a flow batch may carry them (net.flow_store_batch_bytes)
   return pkt;
 }
 

@@ -187,7 +187,7 @@ TEST(LineRuns, ARunIsItsLinesBackToBackInTheFlowNetwork) {
     p.payload_bytes = 128 * lines;
     p.messages = static_cast<uint8_t>(lines);
     p.cookie = lines;
-    p.flow_batch = true;
+    p.flow_batch = Packet::kFlowBatchLine;
     net.send(std::move(p));
   }
   sim.run();
@@ -212,7 +212,7 @@ TEST(LineRuns, ARunTakesOneNicWindowSlotPerLine) {
   p.dst = 8;
   p.payload_bytes = 384;
   p.messages = 3;
-  p.flow_batch = true;
+  p.flow_batch = Packet::kFlowBatchLine;
   ASSERT_TRUE(net.can_send_to(0, 8, 128));
   net.send(std::move(p));
   EXPECT_TRUE(net.can_send_to(0, 8, 128));
@@ -220,7 +220,7 @@ TEST(LineRuns, ARunTakesOneNicWindowSlotPerLine) {
   q.src = 0;
   q.dst = 8;
   q.payload_bytes = 128;
-  q.flow_batch = true;
+  q.flow_batch = Packet::kFlowBatchLine;
   net.send(std::move(q));
   EXPECT_FALSE(net.can_send_to(0, 8, 128));
   sim.run();

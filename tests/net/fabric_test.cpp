@@ -237,12 +237,13 @@ TEST(Fabric, NcclPxnRelayIsTheSenderNodesGpuOnTheReceiversRail) {
   EXPECT_EQ(nccl_pxn_relay(test::cluster_like(4, 4), pxn, 1, 2), 1);  // one node, no fabric
 }
 
-// One 1 MiB chunk from GPU 0 (rail 0) to GPU 3 (node 1, rail 1) on one channel.
+// One 1 MiB step from GPU 0 (rail 0) to GPU 3 (node 1, rail 1) on one channel (a 4 MiB net
+// chunk: a send under one step moves quarter steps), through proxies that cost nothing.
 Time pxn_pair_time(bool pxn, uint64_t* rdma_messages) {
   Simulator sim;
   FlowNetwork net(test::cluster_like(4, 2), sim);
   NcclConfig cfg;
-  cfg.chunk_bytes = 1 << 20;
+  cfg.net_chunk_bytes = 4 << 20;
   cfg.channels_per_peer = 1;
   cfg.pxn = pxn;
   AllToAll a2a(net, sim, cfg);
@@ -254,13 +255,19 @@ Time pxn_pair_time(bool pxn, uint64_t* rdma_messages) {
 
 TEST(Fabric, NcclPxnForwardsTheChunkOverNvlinkThenStaysOnTheRailsLeaf) {
   uint64_t messages = 0;
-  // Without PXN: GPU 0's own NIC, across the spine (Fabric.CrossRail... above).
+  // Both ways the receiver's clear-to-send reaches the sender's proxy 1150 ns after the start
+  // (NIC to NIC on one leaf, 850 ns, then PCIe), and GPU 3 reads the tail 300 ns after the step
+  // has landed (tests/net/nccl_proxy_test.cpp has the proxies' steps).
+  // Without PXN: GPU 0's FIFO is its own memory, its tail is seen at 300 ns; the write goes out
+  // of GPU 0's own NIC at 1150 ns, across the spine (Fabric.CrossRail... above).
   EXPECT_NEAR(static_cast<double>(pxn_pair_time(false, &messages).ps()),
-              kMiBAtNicPs + kLastPacketPs + 1200000 + 200000 + 450000, 1.0);
+              1150000 + kMiBAtNicPs + kLastPacketPs + 1200000 + 200000 + 450000 + 300000, 1.0);
   EXPECT_EQ(messages, 1u);
-  // With PXN: NVLink 0 -> 1 (Fabric.InsideANode...), then GPU 1's NIC to GPU 3 on rail 1's leaf.
+  // With PXN: the step crosses NVLink 0 -> 1 (Fabric.InsideANode...) into GPU 1's FIFO, its tail
+  // is seen 300 ns later, then GPU 1's NIC sends it to GPU 3 on rail 1's leaf.
   EXPECT_NEAR(static_cast<double>(pxn_pair_time(true, &messages).ps()),
-              5898240 + 2880 + 600000 + kMiBAtNicPs + kLastPacketPs + 1200000 + 100000 + 150000, 1.0);
+              5898240 + 2880 + 600000 + 300000 + kMiBAtNicPs + kLastPacketPs + 1200000 + 100000 + 150000 + 300000,
+              1.0);
   EXPECT_EQ(messages, 1u);
 }
 

@@ -114,6 +114,69 @@ TEST(FlowBatch, OnlyMarkedMessagesJoinAndTheLimitCountsBytes) {
   EXPECT_EQ(tight[3].second, 3600 + 602880);
 }
 
+// net.flow_store_batch_bytes: the store port's messages (Packet::kFlowBatchStore) batch under
+// their own limit, only between nodes, and a batch takes only messages of its own kind. Four
+// 4096 B messages of the given kinds (L line, S store) from GPU 0 to `dst` on test::cluster_like(4,
+// 2), arrival times in ps less those of the message's last packet trip (see below).
+std::vector<int64_t> four_of_kinds(uint32_t line_bytes, uint32_t store_bytes, const char* kinds, int dst = 2,
+                                   int64_t trip = 0) {
+  NetConfig c = test::cluster_like(4, 2);
+  c.flow_merge_pairs = true;
+  c.flow_batch_bytes = line_bytes;
+  c.flow_store_batch_bytes = store_bytes;
+  Simulator sim;
+  FlowNetwork net(c, sim);
+  Arrivals rx;
+  rx.sim = &sim;
+  net.set_receiver(dst, &rx);
+  for (uint64_t i = 0; i < 4; ++i) {
+    Packet p;
+    p.src = 0;
+    p.dst = dst;
+    p.payload_bytes = 4096;
+    p.cookie = i;
+    p.flow_batch = kinds[i] == 'S' ? Packet::kFlowBatchStore : Packet::kFlowBatchLine;
+    net.send(std::move(p));
+  }
+  sim.run();
+  EXPECT_TRUE(net.conservation_violations().empty());
+  std::vector<int64_t> ps;
+  for (const auto& [cookie, t] : rx.at) {
+    EXPECT_EQ(cookie, ps.size());  // in the order sent
+    ps.push_back(t - trip);
+  }
+  return ps;
+}
+
+// Across nodes (GPU 0 to 2 meet on rail 0's leaf) a 4096 B message is one MTU packet, 4122 wire
+// bytes at the 50 GB/s NIC: one leaves every 82440 ps; its last packet then takes 82440 ps more
+// and 1450 ns of PCIe, NIC, cable and switch latency (tests/net/fabric_test.cpp): 1532440 ps.
+void expect_times(const std::vector<int64_t>& got, const std::vector<int64_t>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(static_cast<double>(got[i]), static_cast<double>(want[i]), 1.0) << i;
+}
+
+TEST(FlowBatch, StoresBatchBetweenNodesUnderTheirOwnLimitAndNeverWithLines) {
+  constexpr int64_t kTrip = 1532440;
+  // Stores under 8 KiB: {0} (being served), {1, 2} arriving when 2 alone would, {3}; the line
+  // limit (0) plays no part.
+  expect_times(four_of_kinds(0, 8192, "SSSS", 2, kTrip), {82440, 247320, 247320, 329760});
+  // A store limit of 0 is exact even where lines batch.
+  expect_times(four_of_kinds(8192, 0, "SSSS", 2, kTrip), {82440, 164880, 247320, 329760});
+  // Both limits 16 KiB: a store never joins a line's batch nor a line a store's, so alternating
+  // kinds leave one at a time; three stores behind a line form one batch.
+  expect_times(four_of_kinds(16384, 16384, "LSLS", 2, kTrip), {82440, 164880, 247320, 329760});
+  expect_times(four_of_kinds(16384, 16384, "LSSS", 2, kTrip), {82440, 329760, 329760, 329760});
+}
+
+// Inside a node stores stay one message each (GPU 0 to 1 over NVLink: 32 packets of 144 B at
+// 200 GB/s, 23040 ps a message; the last packet's plane link and 600 ns, 602880 ps).
+TEST(FlowBatch, StoresInsideANodeAreNeverBatched) {
+  constexpr int64_t kTrip = 602880;
+  expect_times(four_of_kinds(0, 16384, "SSSS", 1, kTrip), {23040, 46080, 69120, 92160});
+  expect_times(four_of_kinds(0, 0, "SSSS", 1, kTrip), {23040, 46080, 69120, 92160});
+}
+
 TEST(FlowBatch, NeedsMergedPairs) {
   NetConfig c = test::h800_like(2);
   c.flow_batch_bytes = 4096;
@@ -122,6 +185,14 @@ TEST(FlowBatch, NeedsMergedPairs) {
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
     EXPECT_EQ(e.where(), "net.flow_batch_bytes");
+  }
+  NetConfig s = test::h800_like(2);
+  s.flow_store_batch_bytes = 4096;
+  try {
+    s.validate();
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.where(), "net.flow_store_batch_bytes");
   }
 }
 

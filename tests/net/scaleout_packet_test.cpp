@@ -14,6 +14,7 @@
 #include "net/flow_network.h"
 #include "net/net_test_util.h"
 #include "net/packet_network.h"
+#include "sim/error.h"
 
 namespace moehub {
 namespace {
@@ -269,6 +270,84 @@ TEST(ScaleOutPackets, InsideANodePacketsStayOnNvlink) {
   EXPECT_EQ(stats["rdma_messages"], 0u);
   EXPECT_EQ(stats["packets_delivered"], 8192u);  // 1 MiB in 128 B NVLink packets
   EXPECT_EQ(stats["nodes"], 2);
+}
+
+// Link-level credits (net.fabric_port_buffer). A buffer of one MTU packet (4122 B) on a 4-packet
+// transfer from GPU 0 to GPU 2 (one leaf). Packet p starts on the leaf's port to NIC 2 at t_p;
+// its tail leaves the NIC over PCIe at t_p + 82.44 + 350 ns (PCIe's 64 ns for 4 KiB is shorter
+// than the tail's arrival), and the room in NIC 2's buffer is back at the leaf 50 ns (a cable)
+// later: t_(p+1) = t_p + 482.44 ns. The leaf's own buffer is free again at t_p + 82.44 + 50 ns,
+// so packet p+1 has reached the leaf (200 ns after it started on NIC 0's port) by then.
+// t_0 = 800 ns (600 ns to NIC 0's port, 200 ns to the leaf); the last packet reaches GPU 2
+// 732.44 ns after t_3 (its 82.44 ns on the port, 350 ns to the NIC, 300 ns across PCIe).
+TEST(ScaleOutPackets, AOnePacketBufferLetsOnePacketPerCreditRoundTripIntoTheNic) {
+  Simulator sim;
+  NetConfig c = packet_cluster(4, 2);
+  c.fabric_port_buffer_bytes = 4122;
+  PacketNetwork net(c, sim);
+  Time done;
+  net.transfer(0, 2, 4 * 4096, 0, [&] { done = sim.now(); });
+  sim.run();
+  EXPECT_EQ(done.ps(), 800000 + 3 * 482440 + 732440);
+  const auto stats = net.stats();
+  EXPECT_EQ(stats["rdma_packets"], 4u);
+  EXPECT_GT(stats["fabric_credit_stalls"].get<uint64_t>(), 0u);
+  EXPECT_TRUE(net.conservation_violations().empty());  // every credit came back
+}
+
+// 64 KiB (the cluster presets' value) holds more than a hop's credit round trip at 50 GB/s
+// (about 5 packets at the leaf, 6 at the NIC), so an uncongested 1 MiB transfer keeps its port
+// busy and arrives as with unbounded buffers (NicToNicTransferIsPortBoundAfterTheFirstPacketsHead).
+TEST(ScaleOutPackets, BuffersAboveTheCreditRoundTripKeepTheLineRate) {
+  Simulator sim;
+  NetConfig c = packet_cluster(4, 2);
+  c.fabric_port_buffer_bytes = 64 * 1024;
+  PacketNetwork net(c, sim);
+  Time done;
+  net.transfer(0, 2, 1 << 20, 0, [&] { done = sim.now(); });
+  sim.run();
+  EXPECT_EQ(done.ps(), 600000 + 256 * kMtuPortPs + 850000);
+  EXPECT_EQ(net.stats()["fabric_credit_stalls"], 0u);
+}
+
+// Congestion spreading: GPUs 0 and 2 both send to GPU 4 (an incast on its leaf port), and GPU 0
+// also sends to GPU 6. Unbounded, GPU 0's packets for GPU 4 wait at the leaf and those for GPU 6
+// pass them; with two-packet buffers they fill the leaf's input buffer from NIC 0, NIC 0's port
+// stops, and the transfer to GPU 6, whose path is free, waits behind them (head-of-line
+// blocking in a lossless fabric).
+TEST(ScaleOutPackets, AnIncastOnALeafPortHoldsBackAVictimFlowThroughCredits) {
+  auto run = [](uint64_t buffer, Time& victim, Time& incast, uint64_t& stalls) {
+    Simulator sim;
+    NetConfig c = packet_cluster(8, 2);
+    c.fabric_port_buffer_bytes = buffer;
+    PacketNetwork net(c, sim);
+    Time a, b;
+    net.transfer(0, 4, 1 << 20, 0, [&] { a = sim.now(); });
+    net.transfer(2, 4, 1 << 20, 0, [&] { b = sim.now(); });
+    net.transfer(0, 6, 1 << 20, 0, [&] { victim = sim.now(); });
+    sim.run();
+    incast = max(a, b);
+    const auto stats = net.stats();
+    stalls = stats.contains("fabric_credit_stalls") ? stats["fabric_credit_stalls"].get<uint64_t>() : 0;
+    EXPECT_TRUE(net.conservation_violations().empty());
+  };
+  Time victim_free, incast_free, victim_credits, incast_credits;
+  uint64_t stalls_free = 0, stalls = 0;
+  run(0, victim_free, incast_free, stalls_free);
+  run(2 * 4122, victim_credits, incast_credits, stalls);
+  EXPECT_EQ(stalls_free, 0u);
+  EXPECT_GT(stalls, 0u);
+  // Unbounded: NIC 0's port alternates its two queue pairs, so the victim's 256 packets are
+  // out after about 512 port times; with credits it is held back by the incast's pace.
+  EXPECT_GT(victim_credits.ps(), victim_free.ps() + 100 * kMtuPortPs);
+  // The incast is bound by GPU 4's port either way (512 packets), within a few round trips.
+  EXPECT_GE(incast_credits.ps(), incast_free.ps());
+}
+
+TEST(ScaleOutPackets, ABufferBelowOnePacketIsRefused) {
+  NetConfig c = packet_cluster(4, 2);
+  c.fabric_port_buffer_bytes = 4121;
+  EXPECT_THROW(c.validate(), UserError);
 }
 
 }  // namespace

@@ -81,7 +81,9 @@ TEST(ResourceEstimate, FlowMessagesAreAPhasesOrWhatTheSystemsPathsAllow) {
   EXPECT_EQ(estimate("deepep", big), workload + 131072u * 112 + 160u * (434208 + 11520));
   std::vector<std::string> ll = big;
   ll.push_back("systems.deepep.mode=low-latency");
-  EXPECT_EQ(estimate("deepep", ll), workload + 131072u * 112 + 160u * 8388608);
+  // Low-latency: whole (token, expert) messages posted without waiting, dispatch and combine
+  // 131072 each, and a count and a flag per (GPU, expert): 2 x 131072 + 2 x 16 x 8 = 262400.
+  EXPECT_EQ(estimate("deepep", ll), workload + 131072u * 112 + 160u * 262400);
   // Comet and CCFuser: their reads and stores ask each message's path (RemoteMemory, the store
   // port): the windows, plus 7680 chunks per StreamCollective, Comet 5 (two all-gathers, three
   // barriers: after GEMM1, before and after layer1), CCFuser 3 (the count all-gather, two barriers).

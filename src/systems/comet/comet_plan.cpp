@@ -80,6 +80,9 @@ CometPlan::CometPlan(Cluster& cluster, const CometParams& params) {
     std::sort(s.begin(), s.end());
     s.erase(std::unique(s.begin(), s.end()), s.end());
   }
+  first_partial_.reserve(token_sources_.size() + 1);
+  first_partial_.push_back(0);
+  for (const std::vector<int>& s : token_sources_) first_partial_.push_back(first_partial_.back() + s.size());
   gpus_.resize(cluster.gpus());
   for (int g = 0; g < cluster.gpus(); ++g) layout(cluster, g);
   for (int g = 0; g < cluster.gpus(); ++g) schedule_gemms(cluster, g);

@@ -6,7 +6,9 @@
 // communication blocks, the number of communication blocks (adaptive rule), layer1's column
 // splits and each GPU's combine work (the tokens whose rows it holds, with their owners).
 
+#include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -90,6 +92,15 @@ class CometPlan {
   std::pair<uint32_t, uint32_t> splits_of(const gpu::GemmTile& t) const;
   // The GPUs holding at least one of the token's experts.
   const std::vector<int>& sources_of_token(int64_t token) const { return token_sources_.at(static_cast<size_t>(token)); }
+  // A dense index for the partial of `token` from GPU `src` (one of its sources), in [0, partials()):
+  // the token's first partial plus src's place among its sorted sources.
+  uint64_t partial_index(int64_t token, int src) const {
+    const std::vector<int>& s = token_sources_[static_cast<size_t>(token)];
+    const auto it = std::lower_bound(s.begin(), s.end(), src);
+    if (it == s.end() || *it != src) throw std::logic_error("CometPlan: a partial from a GPU that holds none of the token's rows");
+    return first_partial_[static_cast<size_t>(token)] + static_cast<uint64_t>(it - s.begin());
+  }
+  uint64_t partials() const { return first_partial_.empty() ? 0 : first_partial_.back(); }
 
   // The adaptive rule: the n in [1, SMs - 1] minimising max(send time on n blocks, GEMM1 time
   // on the other SMs); ties go to the smaller n.
@@ -104,6 +115,7 @@ class CometPlan {
 
   PerGpu<CometGpuPlan> gpus_;
   std::vector<std::vector<int>> token_sources_;
+  std::vector<uint64_t> first_partial_;  // per token, then the total: prefix sums of the sources' counts
   gpu::BlockShape shape_;
   uint32_t splits_ = 1;
   uint64_t hidden_ = 0;

@@ -616,15 +616,31 @@ class DeepEpSystem final : public MoeSystem {
 
 namespace {
 
+// Low-latency mode: its kernels post every message without waiting for room (deepseek-ai/DeepEP
+// csrc/kernels/ibgda_device.cuh, read at 19d974c5: nvshmemi_ibgda_put_nbi_warp and
+// nvshmemi_ibgda_amo_nonfetch_add take their WQE slots with ibgda_reserve_wqe_slots, an atomicAdd
+// on resv_head that never polls the queue pair's consumer index), so a phase can be in flight at
+// once; but a message here is a whole (token, expert) row (DeepEpLowLatency::write: one
+// store or one RDMA transfer), not 128 B. The layer sends at most one message per (token, top-k
+// slot) in each of dispatch and combine, one count per (rank, expert) after dispatch and one
+// flag per (rank, expert) after combine; both kernels' messages may overlap in flight (a GPU
+// starts its combine while others still dispatch), so the bound is the layer's messages.
+uint64_t deepep_ll_flow_messages_bound(const Config& c) {
+  const WorkloadConfig w = WorkloadConfig::from(c);
+  const ModelShape m = ModelShape::from(c);
+  const auto tokens = static_cast<uint64_t>(RunParams::from(c).tokens);
+  const auto experts = static_cast<uint64_t>(m.experts() + w.redundant_experts);
+  return 2 * tokens * static_cast<uint64_t>(m.top_k()) + 2 * static_cast<uint64_t>(w.gpus) * experts;
+}
+
 // Normal mode: every store of its kernels goes through the GPU's store port, which asks the
 // store's own path's window (NetworkStorePort::pump); across nodes the RDMA puts and head atomics
 // are bulk transfers (DeepEpInternode::put, head_amo), which a sender issues only while its
 // chunk fits the receiver's ring: per (source, channel, node) and kernel, at most rdma_ring /
-// rdma_chunk puts (rounded up as DeepEpInternode::config does) and as many heads. Low-latency
-// mode sends every (token, expert) message at once: only a phase bounds it.
+// rdma_chunk puts (rounded up as DeepEpInternode::config does) and as many heads.
 std::optional<uint64_t> deepep_flow_messages_bound(const Config& c) {
   const DeepEpParams p = DeepEpParams::from(c);
-  if (p.mode == DeepEpMode::LowLatency) return std::nullopt;
+  if (p.mode == DeepEpMode::LowLatency) return deepep_ll_flow_messages_bound(c);
   const NetConfig net = NetConfig::from(c, static_cast<int>(RunParams::from(c).gpus));
   uint64_t bound = SendWindows::most_outstanding(net);
   if (!net.scale_out()) return bound;
