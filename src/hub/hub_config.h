@@ -93,6 +93,11 @@ struct HubConfig {
   // A stated reduction with net.flow_batch_bytes: a flow batch's run of whole lines of one row
   // lands as one write (one RAT access, one memory write, one landed report).
   bool flow_batch_runs = false;
+  // A stated reduction at flow fidelity with net.flow_batch_bytes: a run of whole lines of one
+  // store travels the SM side, the RPM, the fabric and the ingress as one item (docs/hub/wiring.md).
+  bool flow_line_runs = false;
+  // With flow_line_runs: ordinary st. stores (the combine's) make runs too.
+  bool flow_line_runs_st = false;
   AauConfig aau;
   RpmConfig rpm;
   DamConfig dam;

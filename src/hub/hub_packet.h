@@ -55,6 +55,9 @@ struct HubPacket {
   Time first_store = Time::zero();
   bool timer_bypass = false;    // left partly merged because its timer expired
   bool flushed = false;         // left partly merged because of a flush
+  // hub.flow_line_runs: the packet stands for this many whole lines, back to back from its
+  // address or RowOffset (payload_bytes counts them all; valid_mask is each line's).
+  uint32_t lines = 1;
 };
 
 // The network's egress port of this GPU, as the RPM sees it.
@@ -64,6 +67,8 @@ class PacketPort {
   // Whether a packet of `payload_bytes` to `peer` would be accepted now (what try_send would
   // answer, without building the packet).
   virtual bool can_send(uint32_t peer, uint32_t payload_bytes) const = 0;
+  // (For a run of lines, payload_bytes is one line's: a run is offered when its first line
+  // would be accepted.)
   // Offers one packet; false means refused (back-pressure), nothing was taken.
   virtual bool try_send(const HubPacket& packet) = 0;
   // After a refusal for `peer`: the port calls `ready` once, when a packet to `peer` may be

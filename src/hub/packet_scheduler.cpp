@@ -38,13 +38,15 @@ void PacketScheduler::pump() {
       continue;
     }
     pool_.take(peer, *pick);
-    ++n_.packets;
+    // A run (hub.flow_line_runs) is its lines: counted as they would be, and the next issue
+    // slot comes after all of them, so the hub's issue rate is kept.
+    n_.packets += pkt.lines;
     n_.payload_bytes += pkt.payload_bytes;
     if (pkt.timer_bypass) ++n_.timer_bypasses;
     else if (pkt.flushed) ++n_.flushed_packets;
-    else ++n_.full_packets;
+    else n_.full_packets += pkt.lines;
     next_partition_ = (peer + 1) % n;
-    next_issue_ = clock_.time_of(clock_.cycle_at_or_after(now) + pool_.config().issue_cycles);
+    next_issue_ = clock_.time_of(clock_.cycle_at_or_after(now) + static_cast<uint64_t>(pool_.config().issue_cycles) * pkt.lines);
     // Under back-pressure the packet just sent fills the port again: a pump at the next issue
     // slot would find every candidate refused (each a whole entry) and wait for the port. Wait
     // for it now instead; the next packet leaves at the same slot either way. The freed hook's

@@ -36,9 +36,7 @@ RemoteWriteBufferPool::RemoteWriteBufferPool(const RpmConfig& config, uint32_t p
   for (Partition& p : parts_) p.index.assign(index_size, 0);
 }
 
-uint32_t RemoteWriteBufferPool::available(const Partition& p) const {
-  return static_cast<uint32_t>(p.free.size()) + cfg_.entries_per_peer - static_cast<uint32_t>(p.slots.size());
-}
+uint32_t RemoteWriteBufferPool::available(const Partition& p) const { return cfg_.entries_per_peer - p.used; }
 
 // Released slots first (the most recently released), then the lowest never-used one.
 uint32_t RemoteWriteBufferPool::take_slot(Partition& p) {
@@ -148,6 +146,8 @@ bool RemoteWriteBufferPool::try_insert(uint32_t peer, const RemoteStore& s, Time
     } else {
       slot = take_slot(p);
       ++buffered_;
+      ++p.used;
+      p.latest = slot;
       Entry& e = p.slots[slot];
       e = Entry{piece.key, 0, 0, now, next_seq_++, true, false};
       index_insert(p, piece.key, slot);
@@ -162,6 +162,46 @@ bool RemoteWriteBufferPool::try_insert(uint32_t peer, const RemoteStore& s, Time
     if (piece.slot != kNoSlot && !was_full && e.mask == full_mask_) --non_full_;
     if (e.mask == full_mask_) make_ready(p, slot);
   }
+  return true;
+}
+
+bool RemoteWriteBufferPool::try_insert_run(uint32_t peer, const RemoteStore& s, uint32_t lines, uint32_t transactions,
+                                           uint32_t max_lines, Time now) {
+  if (peer >= parts_.size()) throw std::logic_error(fmt::format("RPM: no partition for peer {}", peer));
+  const uint64_t start = s.rowsp ? s.row_offset : s.address;
+  if (lines == 0 || transactions < lines || start % cfg_.entry_bytes != 0 ||
+      s.bytes != static_cast<uint64_t>(lines) * cfg_.entry_bytes) {
+    throw std::logic_error("RPM: a run is whole lines from a line boundary");
+  }
+  Partition& p = parts_[peer];
+  const uint64_t line = start / cfg_.entry_bytes;
+  const Key key = s.rowsp ? Key{true, s.nop, s.malloc_id.bits(), s.row_id, line} : Key{false, s.nop, 0, start, 0};
+  if (lines > available(p)) return false;
+  // A line already buffered (written twice before it left) merges as the exact model does.
+  if (find(p, key) != kNoSlot) return try_insert(peer, s, now);
+  stores_ += transactions;
+  merges_ += transactions - lines;
+  p.used += lines;
+  // Lines that continue the latest run join it: a run the partition refilled piecemeal (as its
+  // entries freed) would otherwise leave as many small runs. Same class, row and kind; the run
+  // is still buffered, so it has not begun to leave.
+  if (p.latest != UINT32_MAX) {
+    Entry& last = p.slots[p.latest];
+    Key next = last.key;
+    if (s.rowsp) next.line_in_row += last.lines;
+    else next.line += static_cast<uint64_t>(last.lines) * cfg_.entry_bytes;
+    if (last.live && last.lines > 0 && last.mask == full_mask_ && next == key && last.lines + lines <= max_lines) {
+      last.lines += lines;
+      last.pieces += transactions;
+      return true;
+    }
+  }
+  const uint32_t slot = take_slot(p);
+  ++buffered_;
+  p.latest = slot;
+  p.slots[slot] = Entry{key, full_mask_, transactions, now, next_seq_++, true, false, lines};
+  index_insert(p, key, slot);
+  make_ready(p, slot);
   return true;
 }
 
@@ -213,7 +253,8 @@ HubPacket RemoteWriteBufferPool::packet(uint32_t peer, const Pick& pick) const {
   }
   pkt.valid_mask = e.mask;
   pkt.granule_bytes = cfg_.mask_granule_bytes;
-  pkt.payload_bytes = payload_bytes(peer, pick);
+  pkt.payload_bytes = payload_bytes(peer, pick) * e.lines;
+  pkt.lines = e.lines;
   pkt.stores_merged = e.pieces;
   pkt.first_store = e.created;
   pkt.timer_bypass = pick.bypass;
@@ -235,9 +276,13 @@ void RemoteWriteBufferPool::take(uint32_t peer, const Pick& pick) {
       p.ready.erase(it);
     }
   }
-  if (e.key.rowsp && !e.key.nop) p.sending = e.key;
+  if (e.key.rowsp && !e.key.nop) {
+    p.sending = e.key;
+    p.sending->line_in_row += e.lines - 1;  // a run: its row goes on after its last line
+  }
   index_erase(p, e.key);
   e.live = false;
+  p.used -= e.lines;
   if (e.mask != full_mask_) --non_full_;
   p.free.push_back(pick.slot);
   --buffered_;

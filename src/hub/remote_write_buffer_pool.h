@@ -26,6 +26,14 @@ class RemoteWriteBufferPool {
   // changed, when it needs more new entries than are free. UserError if the store is not made
   // of whole mask granules.
   bool try_insert(uint32_t peer, const RemoteStore& store, Time now);
+  // hub.flow_line_runs (a stated reduction): a store of `lines` whole lines from a line boundary
+  // joins the partition's latest entry when that is a run still buffered that it continues (the
+  // same row's next lines, or the next st. lines) and the two hold at most `max_lines`; else it
+  // becomes one entry of its own. A run takes `lines` of the partition's entries, is ready at
+  // once and leaves as one packet of its lines; it counts as `transactions` stores, merged into
+  // `lines` lines. False, with nothing changed, when fewer entries are free.
+  bool try_insert_run(uint32_t peer, const RemoteStore& store, uint32_t lines, uint32_t transactions, uint32_t max_lines,
+                      Time now);
 
   struct Pick {
     uint32_t slot;
@@ -41,7 +49,7 @@ class RemoteWriteBufferPool {
   //     otherwise pre-empt it and leave it partly sent, its consumer tile waiting on it).
   // Partly filled entries never leave by rule 2 until they fill or are flushed.
   std::optional<Pick> candidate(uint32_t peer, Time now);
-  // The packet the entry would make (and its payload alone); take() removes the entry.
+  // The packet the entry would make (and the payload of one of its lines); take() removes the entry.
   HubPacket packet(uint32_t peer, const Pick& pick) const;
   uint32_t payload_bytes(uint32_t peer, const Pick& pick) const {
     const uint64_t mask = parts_[peer].slots[pick.slot].mask;
@@ -85,6 +93,7 @@ class RemoteWriteBufferPool {
     uint64_t seq = 0;
     bool live = false;
     bool ready = false;
+    uint32_t lines = 1;  // hub.flow_line_runs: whole lines from the key's on (a run)
   };
   // (class, kind rank, major, minor, slot) packed into one integer, most significant first
   // (1, 1, 64, 32 and 30 bits): ascending order is the send order.
@@ -101,6 +110,8 @@ class RemoteWriteBufferPool {
     // buffer costs this program only what the run touches; `free` holds released slots.
     std::vector<Entry> slots;
     std::vector<uint32_t> free;
+    uint32_t used = 0;  // entries held: one per line (a run holds its lines')
+    uint32_t latest = UINT32_MAX;  // the slot of the latest entry made (runs join it)
     // Open addressing with linear probing over slot + 1 (0: empty), at most half full: a
     // store costs no allocation, unlike a node-based map.
     std::vector<uint32_t> index;

@@ -16,6 +16,16 @@ bool RuntimePacketManager::try_store(uint32_t peer, const RemoteStore& store) {
   return true;
 }
 
+bool RuntimePacketManager::try_store_run(uint32_t peer, const RemoteStore& store, uint32_t lines, uint32_t transactions,
+                                         uint32_t max_lines) {
+  if (!pool_.try_insert_run(peer, store, lines, transactions, max_lines, sim_.now())) {
+    ++store_refusals_;
+    return false;
+  }
+  scheduler_.wake();
+  return true;
+}
+
 void RuntimePacketManager::notify_when_space(uint32_t peer, Callback ready) {
   space_waiters_.at(peer).push_back(std::move(ready));
 }

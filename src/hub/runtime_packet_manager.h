@@ -21,6 +21,8 @@ class RuntimePacketManager {
 
   // Accepts the store into `peer`'s partition, or refuses it (partition full) with no change.
   bool try_store(uint32_t peer, const RemoteStore& store);
+  // hub.flow_line_runs: a store of `lines` whole lines as one entry (RemoteWriteBufferPool::try_insert_run).
+  bool try_store_run(uint32_t peer, const RemoteStore& store, uint32_t lines, uint32_t transactions, uint32_t max_lines);
   // After a refusal: `ready` runs once, when an entry of `peer`'s partition has been freed
   // (called from inside the scheduler, at that instant; it may store again).
   void notify_when_space(uint32_t peer, Callback ready);

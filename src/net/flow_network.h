@@ -158,7 +158,7 @@ class FlowNetwork final : public TransferNetwork {
   size_t egress(int gpu) const { return static_cast<size_t>(gpu) * 2; }
   size_t ingress(int gpu) const { return static_cast<size_t>(gpu) * 2 + 1; }
   uint32_t class_for(int src, int dst, double wire_per_byte, double ack_per_byte);  // its slot
-  uint32_t class_of(int src, int dst, uint64_t bytes);
+  uint32_t class_of(int src, int dst, uint64_t bytes, uint32_t messages);
   void start(uint32_t slot, uint64_t bytes, Time tail, Callback on_complete, uint32_t batch);
   void send_batched(Packet&& packet, uint32_t limit);
   void deliver_released(Packet&& p);

@@ -38,14 +38,19 @@ struct Packet {
   // final link, without a delivery event, and reports it to on_ack() then (switch outputs grant
   // up to one link latency ahead, so that call may come before the grant's time: count, do not
   // read the clock). An ack copies its write's flag.
-  bool ack_awaited = true;
+  bool ack_awaited : 1 = true;
   // Flow fidelity with net.flow_batch_bytes: the message may join a queued message of its flow
   // and arrive with it (the sender needs no per-message timing: MoE-Hub's lines). Ignored by
   // the packet model.
   // kFlowBatchStore: the same under net.flow_store_batch_bytes (a thread block's store through the
-  // GPU store port). A byte, not two flags: a packet slot of the packet model is one cache line.
-  uint8_t flow_batch = kFlowBatchNone;
+  // GPU store port). Bit-fields, not whole bytes: a packet slot of the packet model is one cache line.
+  uint8_t flow_batch : 2 = kFlowBatchNone;
   static constexpr uint8_t kFlowBatchNone = 0, kFlowBatchLine = 1, kFlowBatchStore = 2;
+  // Flow fidelity with hub.flow_line_runs (a stated reduction): the message stands for this many
+  // equal messages of payload_bytes / messages each, sent back to back (a hub's run of lines):
+  // each counts in its path's window and the RDMA counters, and its class is theirs. Ignored
+  // (must be 1) at packet fidelity. At most 255 (the field; a run is at most one flow batch).
+  uint8_t messages = 1;
   // Opaque to the network; an ack carries the cookie of the write it acknowledges.
   uint64_t cookie = 0;
   // The sender-side owner told about delivery and acks (non-owning; may be null).

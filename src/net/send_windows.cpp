@@ -53,24 +53,27 @@ bool SendWindows::can_send_any(int src, uint32_t payload_bytes, PacketKind kind)
   return nic_closed_[static_cast<size_t>(src)] < remote_[static_cast<size_t>(src)];
 }
 
-void SendWindows::accept(int src, int dst, uint32_t payload_bytes, PacketKind kind) {
-  if (crosses(src, dst)) {
-    if (++nic_out_[pair(src, dst)] == nic_depth_) ++nic_closed_[static_cast<size_t>(src)];
-    return;
-  }
-  nvlink_out_[nvlink(src, kind)] += cfg_.wire_flits(payload_bytes) * cfg_.flit_bytes;
-}
-
-void SendWindows::release(int src, int dst, uint32_t payload_bytes, PacketKind kind) {
+void SendWindows::accept(int src, int dst, uint32_t payload_bytes, PacketKind kind, uint32_t count) {
   if (crosses(src, dst)) {
     uint32_t& out = nic_out_[pair(src, dst)];
-    if (out == 0) throw std::logic_error("SendWindows::release: no NIC message outstanding");
-    if (out-- == nic_depth_) --nic_closed_[static_cast<size_t>(src)];
+    if (out < nic_depth_ && out + count >= nic_depth_) ++nic_closed_[static_cast<size_t>(src)];
+    out += count;
+    return;
+  }
+  nvlink_out_[nvlink(src, kind)] += static_cast<uint64_t>(cfg_.wire_flits(payload_bytes)) * cfg_.flit_bytes * count;
+}
+
+void SendWindows::release(int src, int dst, uint32_t payload_bytes, PacketKind kind, uint32_t count) {
+  if (crosses(src, dst)) {
+    uint32_t& out = nic_out_[pair(src, dst)];
+    if (out < count) throw std::logic_error("SendWindows::release: no NIC message outstanding");
+    if (out >= nic_depth_ && out - count < nic_depth_) --nic_closed_[static_cast<size_t>(src)];
+    out -= count;
     notify(nic_waiting_[static_cast<size_t>(src)], src);
     return;
   }
   uint64_t& out = nvlink_out_[nvlink(src, kind)];
-  const uint64_t wire = cfg_.wire_flits(payload_bytes) * cfg_.flit_bytes;
+  const uint64_t wire = static_cast<uint64_t>(cfg_.wire_flits(payload_bytes)) * cfg_.flit_bytes * count;
   if (out < wire) throw std::logic_error("SendWindows::release: more NVLink bytes than outstanding");
   out -= wire;
   notify(nvlink_waiting_[nvlink(src, kind)], src);

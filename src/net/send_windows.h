@@ -28,9 +28,11 @@ class SendWindows {
   bool can_send_any(int src, uint32_t payload_bytes, PacketKind kind) const;
   // True if some queue pair of `src` to another node has room (the packet fidelity's NIC).
   bool nic_any_open(int src) const { return nic_closed_[static_cast<size_t>(src)] < remote_[static_cast<size_t>(src)]; }
-  void accept(int src, int dst, uint32_t payload_bytes, PacketKind kind);
-  // A message was delivered: its room returns, and the path's listeners are called once.
-  void release(int src, int dst, uint32_t payload_bytes, PacketKind kind);
+  // `count` equal messages of `payload_bytes` each (a hub's run of lines: accepted when its first
+  // would be, so a run may overfill the window by up to count - 1 messages).
+  void accept(int src, int dst, uint32_t payload_bytes, PacketKind kind, uint32_t count = 1);
+  // Messages were delivered: their room returns, and the path's listeners are called once.
+  void release(int src, int dst, uint32_t payload_bytes, PacketKind kind, uint32_t count = 1);
   // Calls listener->on_room(src) once, when the path src -> dst of that class next opens.
   // Returns false if it is open now (nothing registered).
   bool wait(int src, int dst, PacketKind kind, RoomListener* listener);

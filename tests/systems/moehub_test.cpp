@@ -520,5 +520,36 @@ TEST(MoeHubSystems, FlowBatchRunsLandARunOfLinesAsOneWrite) {
   }
 }
 
+// hub.flow_line_runs (a stated reduction): a run of whole lines of one store is one RPM entry,
+// one scheduling decision, one flow message and one write. The same rows land (verify passes),
+// every counter counts the lines (RPM and egress packets and payload, RPM stores, DAM bytes, the
+// same rows allocated), and the network carries fewer flow members.
+TEST(MoeHubSystems, FlowLineRunsCountEveryLine) {
+  // 1 KiB rows (hidden 512 x 2 B): eight lines each, so stores make runs of up to 1 KiB.
+  std::vector<std::string> sets{"net.fidelity=flow", "net.flow_merge_pairs=true", "net.flow_batch_bytes=1KiB",
+                                "model.hidden=512", "model.ffn_hidden=256", "hub.flow_batch_runs=true"};
+  const LayerSetup lines(sets, true);
+  sets.emplace_back("hub.flow_line_runs=true");
+  const LayerSetup runs(sets, true);
+  const auto a = lines.run("moehub,mh-base,mh-pkt", true);
+  const auto b = runs.run("moehub,mh-base,mh-pkt", true);
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  const auto flows = [](const SystemOutcome& o) { return o.result.network.at("flows_completed").get<uint64_t>(); };
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(b.at(i).functional_passed) << b.at(i).result.functional.dump();
+    if (i == 0) EXPECT_EQ(hub(a.at(i))["dam"]["counted_bytes"], hub(b.at(i))["dam"]["counted_bytes"]);  // only moehub's DAM
+    if (i != 1) {  // mh-base: no RPM
+      EXPECT_EQ(hub(a.at(i))["rpm"]["packets"], hub(b.at(i))["rpm"]["packets"]) << b.at(i).name;
+      EXPECT_EQ(hub(a.at(i))["rpm"]["payload_bytes"], hub(b.at(i))["rpm"]["payload_bytes"]) << b.at(i).name;
+      EXPECT_EQ(hub(a.at(i))["rpm"]["stores"], hub(b.at(i))["rpm"]["stores"]) << b.at(i).name;
+    }
+    EXPECT_EQ(hub(a.at(i))["egress"]["packets"], hub(b.at(i))["egress"]["packets"]) << b.at(i).name;
+    EXPECT_EQ(hub(a.at(i))["egress"]["payload_bytes"], hub(b.at(i))["egress"]["payload_bytes"]) << b.at(i).name;
+    EXPECT_EQ(hub(a.at(i))["aau"]["rows_allocated"], hub(b.at(i))["aau"]["rows_allocated"]) << b.at(i).name;
+    EXPECT_LT(flows(b.at(i)), flows(a.at(i))) << b.at(i).name;
+  }
+}
+
 }  // namespace
 }  // namespace moehub

@@ -93,11 +93,12 @@ class HubFabric::Ingress final : public PacketReceiver {
     if (!f_.hub_.flow_batch_runs) return false;
     for (size_t i = 0; i < packets.size();) {
       size_t j = i + 1;
+      uint32_t lines = packets[i].messages;
       if (whole_line(packets[i])) {
-        while (j < packets.size() && continues(packets[j - 1], packets[j])) ++j;
+        while (j < packets.size() && continues(packets[j - 1], packets[j])) lines += packets[j++].messages;
       }
-      if (j - i == 1) take(packets[i]);
-      else land_run(packets[i], static_cast<uint32_t>(j - i));
+      if (lines == 1) take(packets[i]);
+      else land_run(packets[i], lines);
       i = j;
     }
     return true;
@@ -105,6 +106,7 @@ class HubFabric::Ingress final : public PacketReceiver {
 
   void take(const Packet& packet) {
     if (packet.kind != PacketKind::Write && packet.kind != PacketKind::RowSparseWrite) return;
+    if (packet.messages > 1) return land_run(packet, packet.messages);  // hub.flow_line_runs: whole lines
     if (packet.header == kLineMessageHeader) return unpack(static_cast<uint32_t>(packet.cookie));
     // The packet carries what the destination hub needs: the store's encoding in its header,
     // the line's RowOffset in its cookie and the line's validity mask.
@@ -133,16 +135,18 @@ class HubFabric::Ingress final : public PacketReceiver {
     }
   }
 
+  // Whole lines: one, or a run of them (hub.flow_line_runs: Packet::messages lines).
   bool whole_line(const Packet& p) const {
     return (p.kind == PacketKind::Write || p.kind == PacketKind::RowSparseWrite) && p.header != kLineMessageHeader &&
-           p.payload_bytes == line_ && p.byte_mask == full_mask_;
+           p.payload_bytes == line_ * p.messages && p.byte_mask == full_mask_;
   }
-  // `b` is the line after `a`: the same row's next line (the header names the row), or the next
-  // st. line (the header is its address).
+  // `b` starts at the line after `a`'s last: the same row's next line (the header names the
+  // row), or the next st. line (the header is its address).
   bool continues(const Packet& a, const Packet& b) const {
     if (!whole_line(b) || b.kind != a.kind || b.src != a.src) return false;
-    if (a.kind == PacketKind::RowSparseWrite) return b.header == a.header && b.cookie == a.cookie + line_;
-    return b.header == a.header + line_;
+    const uint64_t after = line_ * a.messages;
+    if (a.kind == PacketKind::RowSparseWrite) return b.header == a.header && b.cookie == a.cookie + after;
+    return b.header == a.header + after;
   }
   // `lines` whole lines from `first` on: st.rowsp through one AAU placement and one write, st.
   // by one memory write, each line's landed report at its end (a run may span st. rows).
@@ -309,11 +313,13 @@ class HubFabric::FabricPort final : public PacketPort, public RoomListener, publ
       return true;
     }
     last_dst_ = dst;
-    if (!f_.cluster_.network().can_send_to(g_, dst, h.payload_bytes, PacketKind::Write)) return false;
+    // A run of lines (hub.flow_line_runs) is offered when its first line would be accepted.
+    if (!f_.cluster_.network().can_send_to(g_, dst, h.payload_bytes / h.lines, PacketKind::Write)) return false;
     Packet p;
     p.src = g_;
     p.dst = dst;
     p.payload_bytes = h.payload_bytes;
+    p.messages = static_cast<uint8_t>(h.lines);
     p.kind = h.rowsp ? PacketKind::RowSparseWrite : PacketKind::Write;
     p.header = header_of(h);
     p.byte_mask = h.valid_mask;
@@ -322,7 +328,7 @@ class HubFabric::FabricPort final : public PacketPort, public RoomListener, publ
     p.ack_awaited = false;  // the hub counts its acks; the DAM reacts to local write completions
     p.flow_batch = true;    // lines are independent writes: a flow batch may carry them (net.flow_batch_bytes)
     f_.cluster_.network().send(std::move(p));
-    ++n_.packets;
+    n_.packets += h.lines;
     n_.payload_bytes += h.payload_bytes;
     return true;
   }
@@ -428,21 +434,18 @@ class HubFabric::SmPort final : public gpu::StorePort {
       const uint32_t peer = rpm_ ? partition_of(p.dst) : peer_of(p.dst);
       // A peer address carries its GPU (UVA: each GPU's memory has its own range).
       const uint64_t gpu_bits = static_cast<uint64_t>(p.dst) << kGpuShift;
+      const bool may_run = tag.rowsp || f_.hub_.flow_line_runs_st;
+      if (const uint32_t lines = may_run ? run_lines(p, at, tx, peer) : 0; lines >= (rpm_ ? 1u : 2u)) {
+        if (!send_run(lane, p, tag, at, tx, peer, lines)) return;
+        lane.staging.took(static_cast<uint64_t>(lines) * line_);
+        continue;
+      }
       if (rpm_) {
         const RemoteStore s =
             tag.rowsp ? RemoteStore::from(RowspStore{MallocId::encode(static_cast<uint32_t>(p.dst), tag.region),
                                                        tag.row_id, at, static_cast<uint32_t>(piece), tag.nop})
                         : RemoteStore::plain(gpu_bits | at, static_cast<uint32_t>(piece));
-        if (!rpm_->try_store(peer, s)) {
-          if (!lane.waiting) {
-            lane.waiting = true;
-            rpm_->notify_when_space(peer, [this, &lane] {
-              lane.waiting = false;
-              pump(lane);
-            });
-          }
-          return;
-        }
+        if (!rpm_->try_store(peer, s)) return wait_rpm(lane, peer);
       } else {
         HubPacket h;
         h.peer = peer;
@@ -461,20 +464,80 @@ class HubFabric::SmPort final : public gpu::StorePort {
         h.payload_bytes = static_cast<uint32_t>(piece);
         h.stores_merged = 1;
         h.first_store = f_.cluster_.sim().now();
-        if (!port_.try_send(h)) {
-          if (!lane.waiting) {
-            lane.waiting = true;
-            port_.notify_when_ready(peer, [this, &lane] {
-              lane.waiting = false;
-              pump(lane);
-            });
-          }
-          return;
-        }
+        if (!port_.try_send(h)) return wait_port(lane, peer);
       }
       lane.staging.took(piece);
     }
     lane.staging.release();
+  }
+
+  // hub.flow_line_runs: the whole lines of the staged st.rowsp store from `at` that may travel as
+  // one run (at most the run limit, and with the RPM what its partition has free). With the RPM
+  // one line is a run too (it may join the partition's latest run); without it a run needs two.
+  // The combine's st. stores stay lines unless hub.flow_line_runs_st: their runs (two lines a
+  // store) moved the RPM variants' combine by up to 2 % at 64 GPUs x 64 tokens (session 28).
+  uint32_t run_lines(const StoreStaging::Staged& p, uint64_t at, uint64_t tx, uint32_t peer) const {
+    if (f_.run_limit_ < 2 || at % line_ != 0 || (!rpm_ && tx < line_)) return 0;
+    uint64_t lines = std::min<uint64_t>((p.bytes - p.done) / line_, f_.run_limit_);
+    if (rpm_) lines = std::min<uint64_t>(lines, rpm_->pool().free_entries(peer));
+    return static_cast<uint32_t>(lines);
+  }
+
+  // Hands a run of `lines` whole lines on as one item: one RPM entry, or one packet of the
+  // direct path. False (the lane waits) if refused.
+  bool send_run(Lane& lane, const StoreStaging::Staged& p, const HubTag& tag, uint64_t at, uint64_t tx, uint32_t peer,
+                uint32_t lines) {
+    const uint64_t gpu_bits = static_cast<uint64_t>(p.dst) << kGpuShift;
+    const auto bytes = static_cast<uint32_t>(lines * line_);
+    if (rpm_) {
+      const RemoteStore s =
+          tag.rowsp ? RemoteStore::from(RowspStore{MallocId::encode(static_cast<uint32_t>(p.dst), tag.region), tag.row_id,
+                                                   at, bytes, tag.nop})
+                    : RemoteStore::plain(gpu_bits | at, bytes);
+      // Each line is the transactions its warp stores cut it into.
+      const auto transactions = static_cast<uint32_t>(lines * ((line_ + tx - 1) / tx));
+      if (rpm_->try_store_run(peer, s, lines, transactions, f_.run_limit_)) return true;
+      wait_rpm(lane, peer);
+      return false;
+    }
+    HubPacket h;
+    h.peer = peer;
+    h.rowsp = tag.rowsp;
+    h.nop = tag.nop;
+    if (tag.rowsp) {
+      h.malloc_id = MallocId::encode(static_cast<uint32_t>(p.dst), tag.region);
+      h.row_id = tag.row_id;
+      h.row_offset = at;
+    } else {
+      h.address = gpu_bits | at;
+    }
+    h.valid_mask = mask_of(0, line_, granule_);
+    h.granule_bytes = granule_;
+    h.payload_bytes = bytes;
+    h.stores_merged = lines;
+    h.lines = lines;
+    h.first_store = f_.cluster_.sim().now();
+    if (port_.try_send(h)) return true;
+    wait_port(lane, peer);
+    return false;
+  }
+
+  void wait_rpm(Lane& lane, uint32_t peer) {
+    if (lane.waiting) return;
+    lane.waiting = true;
+    rpm_->notify_when_space(peer, [this, &lane] {
+      lane.waiting = false;
+      pump(lane);
+    });
+  }
+
+  void wait_port(Lane& lane, uint32_t peer) {
+    if (lane.waiting) return;
+    lane.waiting = true;
+    port_.notify_when_ready(peer, [this, &lane] {
+      lane.waiting = false;
+      pump(lane);
+    });
   }
 
   HubFabric& f_;
@@ -537,6 +600,10 @@ HubFabric::HubFabric(Cluster& cluster, const HubConfig& hub, const HubFabricConf
       throw UserError("systems.moehub", fmt::format("store transactions of {} B are not whole {} B mask granules", tx,
                                                     hub_.rpm.mask_granule_bytes));
     }
+  }
+  const NetConfig& net = cluster.network().config();
+  if (hub_.flow_line_runs && net.fidelity == NetFidelity::Flow && hub_.internode.route == InternodeRoute::Direct) {
+    run_limit_ = std::min<uint32_t>(net.flow_batch_bytes / hub_.rpm.entry_bytes, UINT8_MAX);  // Packet::messages
   }
   for (int g = 0; g < cluster.gpus(); ++g) {
     nodes_.push_back(std::make_unique<Node>(*this, g));

@@ -132,6 +132,9 @@ class HubFabric {
   HubFabricConfig cfg_;
   HubListener& listener_;
   RowspRegistry registry_;
+  // hub.flow_line_runs: the most whole lines one run carries (net.flow_batch_bytes over a line),
+  // 0 where the reduction is not active (packet fidelity, no flow batches, an internode route).
+  uint32_t run_limit_ = 0;
   Slab<LineMessage> messages_;  // internode path: lines of the messages in flight
   uint64_t unpacked_ = 0;       // internode messages the ingresses have read
   PerGpu<std::unique_ptr<Node>> nodes_;
