@@ -52,9 +52,13 @@ ExpertPlacement::ExpertPlacement(std::vector<int32_t> gpu_of, int64_t gpus)
 ExpertPlacement ExpertPlacement::contiguous(int64_t experts, int64_t gpus) {
   if (experts < 1 || gpus < 1) throw std::logic_error("ExpertPlacement: empty shape");
   if (experts % gpus != 0) {
-    throw UserError("model.experts", fmt::format("{} experts do not divide over {} GPUs (run.gpus); give "
-                                                 "workload.expert_map to place them explicitly",
-                                                 experts, gpus));
+    // The smallest count of replicas that gives every GPU the same number of physical experts.
+    const int64_t redundant = (gpus - experts % gpus) % gpus;
+    throw UserError("model.experts",
+                    fmt::format("{} experts do not divide over {} GPUs (run.gpus); give workload.expert_map to place "
+                                "them explicitly, or workload.redundant_experts={} for {} physical experts ({} per GPU, "
+                                "replicas placed by EPLB)",
+                                experts, gpus, redundant, experts + redundant, (experts + redundant) / gpus));
   }
   const int64_t per_gpu = experts / gpus;
   std::vector<int32_t> map(static_cast<size_t>(experts));

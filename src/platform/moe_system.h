@@ -68,6 +68,10 @@ struct SystemEntry {
   // where nothing below a phase's messages bounds them (platform/resource_estimate.cpp). Null:
   // not checked, as nullopt.
   std::optional<uint64_t> (*flow_messages_bound)(const Config&) = nullptr;
+  // Bytes the system's model holds that grow with the GPUs and its schedule, not with the rows
+  // or the messages in flight (its NCCL calls' pairs, kernels enqueued up front), at either
+  // fidelity (platform/resource_estimate.cpp). Null: none beyond the per-GPU term.
+  uint64_t (*state_bytes)(const Config&) = nullptr;
 };
 
 }  // namespace moehub

@@ -1,6 +1,7 @@
 #include "platform/resource_estimate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 #include <optional>
 #include <unistd.h>
@@ -38,6 +39,15 @@ double gib(uint64_t bytes) { return static_cast<double>(bytes) / static_cast<dou
 
 }  // namespace
 
+uint64_t nccl_messages_bound(const NcclConfig& cfg, long double pairs, long double bytes) {
+  const long double chunk = static_cast<long double>(std::max<uint64_t>(cfg.chunk_bytes, 1));
+  const long double part = static_cast<long double>(std::max<uint64_t>(cfg.chunk_bytes / 8, 1));  // nccl_pair_channels
+  const long double full = pairs * std::max(cfg.channels_per_peer, 0) * std::max(cfg.steps, 0);
+  const long double by_bytes = pairs + std::ceil(bytes / chunk) + std::ceil(bytes / part);
+  const long double most = std::min(full, by_bytes);
+  return most >= 1.8e19L ? UINT64_MAX : static_cast<uint64_t>(most);
+}
+
 ResourceEstimate estimate_resources(const Config& c, const ModelShape& m, const std::vector<const SystemEntry*>& systems,
                                     unsigned concurrent) {
   ResourceEstimate e;
@@ -55,6 +65,7 @@ ResourceEstimate estimate_resources(const Config& c, const ModelShape& m, const 
   long double per_system = 0;
   for (const SystemEntry* s : systems) {
     long double b = rows * s->memory_per_row;
+    if (s->state_bytes) b += static_cast<long double>(s->state_bytes(c));
     if (net.fidelity == NetFidelity::Flow) {
       const std::optional<uint64_t> bound = s->flow_messages_bound ? s->flow_messages_bound(c) : std::nullopt;
       const long double messages = bound ? std::min(phase_messages, static_cast<long double>(*bound)) : phase_messages;

@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "moe/model_shape.h"
+#include "net/collectives.h"
 #include "platform/moe_system.h"
 
 namespace moehub {
@@ -21,6 +22,30 @@ struct ResourceEstimate {
   uint64_t budget_bytes = 0;
   double min_layer_seconds = 0;  // lower bound of the simulated layer time
 };
+
+// The most flow messages NCCL point-to-point transfers can have in flight at once (for a
+// system's SystemEntry::flow_messages_bound): `pairs` transfers between distinct GPUs (each an
+// AllToAll::start_pair of an NcclGroupCall, over all the calls that may overlap) carrying at
+// most `bytes` in all. A transfer of b bytes runs k <= min(channels_per_peer, ceil(b / (chunk /
+// 8))) connections (nccl_pair_channels); each connection's steps go one message at a time (the
+// chunk, or with PXN its one leg, then the tail store, then the head store that frees the slot)
+// and at most `steps` at once, so it has at most min(steps, ceil(share / chunk)) messages out and
+// the transfer at most sum ceil(share / chunk) <= b / chunk + k <= 1 + b / chunk + b / (chunk /
+// 8). Summed: pairs + bytes / chunk + bytes / (chunk / 8), and never more than every pair's
+// connections full (pairs x channels_per_peer x steps). Assumes nothing about which pairs a
+// rank's kernel works on at a time: every pair of a call may be in flight at once.
+uint64_t nccl_messages_bound(const NcclConfig& cfg, long double pairs, long double bytes);
+
+// What one NCCL point-to-point pair of a group call holds for the call's lifetime (heaptrack of
+// fastermoe at 256 GPUs x 64 tokens per GPU, main at 5a96001: its AllToAll 208 B
+// (NcclGroupCall::start_pair, 37.19 MB over 178798), its connection 72 B (AllToAll::add_pair,
+// 13.33 MB over 185150), the call's pair and visit tables 39 B (7.61 MB over 195840 pairs), the
+// FIFO flags' allocation 32 B): 351 B, rounded up. Counted for every pair of every call, started
+// or not.
+constexpr uint64_t kNcclPairBytes = 400;
+// What one enqueued kernel holds (Gpu::create_kernel, the same heaptrack: 184.71 MB over 449190
+// kernels, 411 B), rounded up; the GPU keeps every kernel of the layer.
+constexpr uint64_t kKernelBytes = 416;
 
 // `concurrent`: systems simulated at the same time (each holds its own per-row state; the
 // costliest of `systems` stands for each).

@@ -90,6 +90,11 @@ TEST(WorkloadCli, BadInputs) {
   expect_bad_input({"run", "--set", "model.top_k=9"}, "model.top_k: 9 exceeds the number of experts");
   expect_bad_input({"run", "--gpus", "16"}, "model.experts: 8 experts do not divide over 16 GPUs");
   expect_bad_input({"run", "--gpus", "16"}, "workload.expert_map");
+  // The fix it names: 16 - 8 % 16 = 8 replicas, 16 physical experts, one per GPU (and 12 GPUs:
+  // 12 - 8 % 12 = 4 replicas, 12 physical experts).
+  expect_bad_input({"run", "--gpus", "16"}, "workload.redundant_experts=8 for 16 physical experts (1 per GPU");
+  expect_bad_input({"run", "--gpus", "12"}, "workload.redundant_experts=4 for 12 physical experts (1 per GPU");
+  EXPECT_TRUE(workload_of({"--gpus", "16", "--set", "workload.redundant_experts=8"}).is_object());
   expect_bad_input({"run", "--gpus", "4", "--set", "workload.expert_map=[0,1,2,3,4,5,6,7]"},
                    "workload.expert_map: entry 4 (expert 4) is GPU 4");
   expect_bad_input({"run", "--tokens", "4"}, "run.tokens: 4 tokens cannot be partitioned over 8 GPUs");

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "net/net_config.h"
 #include "net/send_windows.h"
 #include "platform/resource_estimate.h"
@@ -69,13 +71,16 @@ TEST(ResourceEstimate, FlowMessagesAreAPhasesOrWhatTheSystemsPathsAllow) {
   std::vector<std::string> rail = big;
   rail.push_back("hub.internode.route=rail");
   EXPECT_EQ(estimate("moehub", rail), workload + 131072u * 1024 + 160u * 8388608);
-  // Megatron-TE: 3 group calls x 240 pairs x 4 channels x 8 steps + 240 all-gather blocks.
-  EXPECT_EQ(estimate("megatron-te", big), workload + 131072u * 54 + 160u * (3 * 240 * 4 * 8 + 240));
+  // Megatron-TE: 3 group calls x 240 pairs x 4 channels x 8 steps + 240 all-gather blocks; the
+  // calls' 720 pairs of 400 B.
+  const uint64_t pairs = 720u * 400;
+  EXPECT_EQ(estimate("megatron-te", big), workload + 131072u * 54 + pairs + 160u * (3 * 240 * 4 * 8 + 240));
   // Tutel, degree 1: scatter, gather and the capacity all-reduce.
-  EXPECT_EQ(estimate("tutel", big), workload + 131072u * 64 + 160u * (3 * 240 * 4 * 8));
+  EXPECT_EQ(estimate("tutel", big), workload + 131072u * 64 + pairs + 160u * (3 * 240 * 4 * 8));
   // FasterMoE: the count exchange and, per direction, one call per (step, local expert), each
-  // pair in one step: (1 + 2 x ceil(8 experts / 16 GPUs)) x 7680 chunks.
-  EXPECT_EQ(estimate("fastermoe", big), workload + 131072u * 25 + 160u * (3 * 240 * 4 * 8));
+  // pair in one step: (1 + 2 x ceil(8 experts / 16 GPUs)) x 7680 chunks; 16 GPUs x 4 steps x
+  // 32 kernels of 416 B.
+  EXPECT_EQ(estimate("fastermoe", big), workload + 131072u * 25 + pairs + 16u * 4 * 32 * 416 + 160u * (3 * 240 * 4 * 8));
   // DeepEP: the windows plus 16 GPUs x 10 channels x 2 nodes x 2 (put and head) x (ceil(128 / 20)
   // + ceil(128 / 12)) = 11520 RDMA messages.
   EXPECT_EQ(estimate("deepep", big), workload + 131072u * 112 + 160u * (434208 + 11520));
@@ -96,6 +101,55 @@ TEST(ResourceEstimate, FlowMessagesAreAPhasesOrWhatTheSystemsPathsAllow) {
   EXPECT_EQ(estimate("ideal", big), workload + 131072u * 24);
   // 1000 tokens: a phase (2000 rows x 64 = 128000 messages) is below the windows.
   EXPECT_EQ(estimate("moehub", {"run.tokens=1000"}), program + 1000u * 8 + 2000u * 8 + 2000u * 1024 + 160u * 128000);
+}
+
+// NCCL's transfers: a pair's connections (nccl_pair_channels: one per 64 KiB, at most 4) each
+// have at most min(8 steps, its chunks of 512 KiB) messages out; the bound is pairs + bytes /
+// 512 KiB + bytes / 64 KiB, rounded up, and never more than pairs x 4 x 8.
+TEST(ResourceEstimate, NcclMessagesAreBoundedByPairsAndBytes) {
+  const NcclConfig cfg;  // 512 KiB chunks, 8 steps, 4 channels per peer
+  EXPECT_EQ(nccl_messages_bound(cfg, 240, 0), 240u);
+  EXPECT_EQ(nccl_messages_bound(cfg, 240, 1), 242u);
+  EXPECT_EQ(nccl_messages_bound(cfg, 240, 10485760), 240u + 20 + 160);
+  EXPECT_EQ(nccl_messages_bound(cfg, 240, 1073741824), 240u * 4 * 8);
+  // One pair of b bytes against what AllToAll::add_pair gives it: its connections' steps, each
+  // connection at most 8 at once.
+  for (uint64_t b : {1ull, 65536ull, 65537ull, 200000ull, 524288ull, 524289ull, 3000000ull, 4194304ull, 40000000ull}) {
+    const int k = nccl_pair_channels(cfg, b);
+    const uint64_t share = ((b + k - 1) / k + 127) / 128 * 128;
+    uint64_t most = 0;
+    for (uint64_t off = 0; off < b; off += share) {
+      most += std::min<uint64_t>(8, (std::min(share, b - off) + cfg.chunk_bytes - 1) / cfg.chunk_bytes);
+    }
+    EXPECT_LE(most, nccl_messages_bound(cfg, 1, static_cast<long double>(b))) << b;
+  }
+  // 65536 B: one connection, one chunk; 524289 B: 4 connections of 131072 (+128) B, one chunk each.
+  EXPECT_EQ(nccl_messages_bound(cfg, 1, 65536), 1u + 1 + 1);
+  EXPECT_EQ(nccl_messages_bound(cfg, 1, 524289), 1u + 2 + 9);
+}
+
+// 64 GPUs (8 nodes) x 100 tokens of Mixtral (8192 B rows, top-2; 56 redundant experts: one per
+// GPU): 12800 rows, 100 MiB a phase, 819200 messages of 128 B; 4032 ordered pairs.
+TEST(ResourceEstimate, NcclSystemsCountPairsAndBytesNotEveryConnectionFull) {
+  const ParamRegistry registry = build_param_registry();
+  const auto estimate = [&](const char* system) {
+    const Config c = test::make_config(registry, {"run.gpus=64", "net.gpus_per_node=8", "net.fidelity=flow",
+                                                  "run.tokens=6400", "workload.redundant_experts=56"},
+                                       test::ConfigBase::Defaults);
+    return estimate_resources(c, ModelShape::from(c), {find_system(system)}, 1).memory_bytes;
+  };
+  const uint64_t workload = 10485760u + 64u * 1048576 + 6400u * 8 + 12800u * 8;
+  // Megatron-TE: 3 calls x 4032 pairs, 3 x 100 MiB: 12096 + 600 + 4800; the all-gather's 4032
+  // blocks; 12096 pairs of 400 B.
+  const uint64_t pairs = 12096u * 400;
+  EXPECT_EQ(estimate("megatron-te"), workload + 12800u * 54 + pairs + 160u * (12096 + 600 + 4800 + 4032));
+  // FasterMoE, one local expert: 3 x 4032 pairs; 64 x 64 counts of 8 B and 2 x 100 MiB:
+  // 209747968 B, 401 chunks and 3201 parts (rounded up); 64 GPUs x 16 steps x 32 kernels of 416 B.
+  EXPECT_EQ(estimate("fastermoe"), workload + 12800u * 25 + pairs + 64u * 16 * 32 * 416 + 160u * (12096 + 401 + 3201));
+  // Tutel, degree 1, capacity factor 1: 2 x trunc(ceil(100 / 8)) = 26 slots per expert; 64 GPUs
+  // x 64 experts x 26 x 8192 B, scatter and gather, plus 64 x 64 indices of 4 B: 1744846848 B,
+  // 3329 chunks, 26625 parts; 3 calls x 4032 pairs.
+  EXPECT_EQ(estimate("tutel"), workload + 12800u * 64 + pairs + 160u * (12096 + 3329 + 26625));
 }
 
 TEST(ResourceEstimate, SeveralSystemsTakeTheCostliestOfStateAndMessages) {

@@ -20,6 +20,7 @@
 #include "platform/fastmoe_ops.h"
 #include "platform/framework_calls.h"
 #include "platform/nccl_group_call.h"
+#include "platform/resource_estimate.h"
 #include "platform/shared_kernels.h"
 
 namespace moehub {
@@ -258,20 +259,47 @@ void declare_fastermoe_params(ParamRegistry& r) { FasterMoeConfig::table().decla
 
 namespace {
 
-// Its only traffic is NCCL group calls: the count exchange and, per (step, local expert) and
-// direction, one call whose pairs are that step's (each ordered pair falls in exactly one step,
-// FasterMoeSchedule::send_peers), so over all calls at most (1 + 2 x most local experts) x every
-// pair's chunks in flight. Most local experts: a GPU's share of the experts and redundant
-// copies (EPLB fills ceil(P / N) slots per GPU, moe/replication.h), or the expert map's.
-std::optional<uint64_t> fastermoe_flow_messages_bound(const Config& c) {
-  const WorkloadConfig w = WorkloadConfig::from(c);
-  const int64_t physical = ModelShape::from(c).experts() + w.redundant_experts;
+// The most physical experts on one GPU: EPLB fills ceil(P / N) slots per GPU
+// (moe/replication.h), or the expert map's.
+int64_t fastermoe_most_local(const WorkloadConfig& w, int64_t physical) {
   int64_t most = (physical + w.gpus - 1) / w.gpus;
   std::vector<int64_t> per_gpu(static_cast<size_t>(w.gpus), 0);
   for (int64_t g : w.expert_map) {
     if (g >= 0 && g < w.gpus) most = std::max(most, ++per_gpu[static_cast<size_t>(g)]);
   }
-  return static_cast<uint64_t>(1 + 2 * most) * nccl_most_chunks_in_flight(NcclConfig::from(c), w.gpus);
+  return most;
+}
+
+// Its only traffic is NCCL group calls: the count exchange and, per (step, local expert) and
+// direction, one call whose pairs are that step's (each ordered pair falls in exactly one step,
+// FasterMoeSchedule::send_peers), so over all calls at most (1 + 2 x most local experts) x every
+// pair (nccl_messages_bound), carrying the counts (kCountBytes per physical expert and source)
+// and each routed row once per direction. Most local experts: a GPU's share of the experts and
+// redundant copies (EPLB fills ceil(P / N) slots per GPU, moe/replication.h), or the expert map's.
+std::optional<uint64_t> fastermoe_flow_messages_bound(const Config& c) {
+  const WorkloadConfig w = WorkloadConfig::from(c);
+  const int64_t physical = ModelShape::from(c).experts() + w.redundant_experts;
+  const int64_t most = fastermoe_most_local(w, physical);
+  const ModelShape m = ModelShape::from(c);
+  const auto n = static_cast<long double>(w.gpus);
+  const long double counts = n * static_cast<long double>(physical) * kCountBytes;
+  const long double rows = static_cast<long double>(w.tokens) * static_cast<long double>(m.top_k());
+  return nccl_messages_bound(NcclConfig::from(c), static_cast<long double>(1 + 2 * most) * n * (n - 1),
+                             counts + 2 * rows * static_cast<long double>(m.row_bytes()));
+}
+
+// Every pair of its calls (as above), and the kernels each GPU enqueues up front: per (step,
+// local expert) 27.4 in the heaptrack of kKernelBytes (449190 kernels on 256 GPUs, 64 steps, one
+// local expert each: its two NCCL calls, the expert's kernels where rows arrive, the stream
+// ops), taken as 28 plus the 4 expert kernels (GEMM1, activation, GEMM2, copy) a step with no
+// rows skips.
+uint64_t fastermoe_state_bytes(const Config& c) {
+  const WorkloadConfig w = WorkloadConfig::from(c);
+  const int64_t physical = ModelShape::from(c).experts() + w.redundant_experts;
+  const int64_t most = fastermoe_most_local(w, physical);
+  const auto n = u(w.gpus);
+  const uint64_t steps = n / u(std::max(FasterMoeConfig::from(c).group_size, 1));
+  return u(1 + 2 * most) * n * (n - 1) * kNcclPairBytes + n * steps * u(most) * (28 + 4) * kKernelBytes;
 }
 
 }  // namespace
@@ -287,6 +315,7 @@ SystemEntry fastermoe_system_entry() {
               "data-parallel group and all-reduces the TP group's outputs (laekov/fastmoe @5b60285 "
               "fmoe/megatron/layers.py L82-84, L151), and slice_group splits tokens (fmoe/layers.py L219-226)"};
   e.flow_messages_bound = fastermoe_flow_messages_bound;
+  e.state_bytes = fastermoe_state_bytes;
   return e;
 }
 

@@ -24,6 +24,7 @@
 #include "platform/nccl_group_call.h"
 #include "platform/nccl_ring.h"
 #include "platform/nccl_ring_all_gather.h"
+#include "platform/resource_estimate.h"
 #include "platform/shared_kernels.h"
 #include "systems/megatron_te/megatron_te_functional.h"
 
@@ -443,13 +444,19 @@ class MegatronTeSystem final : public MoeSystem {
 namespace {
 
 // What its NCCL calls can have in flight (EP only; EP+TP adds the TP group's rings, not
-// counted, so nullopt): three all-to-all group calls (rows, probs, combine) and the count
-// all-gather's ring, at most gpus - 1 blocks per rank.
+// counted, so nullopt): three all-to-all group calls (rows, probs, combine; nccl_messages_bound
+// over their pairs, each call moving at most every routed row's bytes: a row goes to one
+// GPU, and its probs are fewer bytes than it) and the count all-gather's ring, at most gpus - 1
+// blocks per rank.
 std::optional<uint64_t> megatron_flow_messages_bound(const Config& c) {
   const WorkloadConfig w = WorkloadConfig::from(c);
   if (w.tp > 1) return std::nullopt;
   const auto n = static_cast<uint64_t>(w.gpus);
-  return 3 * nccl_most_chunks_in_flight(NcclConfig::from(c), w.gpus) + n * (n - 1);
+  const ModelShape m = ModelShape::from(c);
+  const long double pairs = static_cast<long double>(n) * static_cast<long double>(n - 1);
+  const long double rows = static_cast<long double>(w.tokens) * static_cast<long double>(m.top_k());
+  return nccl_messages_bound(NcclConfig::from(c), 3 * pairs, 3 * rows * static_cast<long double>(m.row_bytes())) +
+         n * (n - 1);
 }
 
 }  // namespace
@@ -465,6 +472,11 @@ SystemEntry megatron_te_system_entry() {
                 54,
                 true};
   e.flow_messages_bound = megatron_flow_messages_bound;
+  // The three all-to-all calls' pairs (EP+TP's rings are per TP group: fewer).
+  e.state_bytes = [](const Config& c) -> uint64_t {
+    const auto n = static_cast<uint64_t>(WorkloadConfig::from(c).gpus);
+    return 3 * n * (n - 1) * kNcclPairBytes;
+  };
   return e;
 }
 

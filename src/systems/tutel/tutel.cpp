@@ -24,6 +24,7 @@
 #include "sim/error.h"
 #include "platform/moe_system.h"
 #include "platform/nccl_group_call.h"
+#include "platform/resource_estimate.h"
 #include "platform/shared_kernels.h"
 #include "systems/tutel/tutel_2dh.h"
 #include "systems/tutel/tutel_capacity.h"
@@ -649,14 +650,36 @@ class TutelSystem final : public MoeSystem {
 };
 
 // Its only traffic is NCCL calls: a scatter and a gather per pipelining chunk (the degree,
-// at most 8 when adaptive: tutel_degree_estimates), under parallel_type 'model' a bias
-// all-gather per chunk, and the capacity all-reduce.
-std::optional<uint64_t> tutel_flow_messages_bound(const Config& c) {
-  const int degree = TutelConfig::from(c).overlap_degree;
-  const int per_chunk = WorkloadConfig::from(c).tp > 1 ? 3 : 2;
-  const auto calls = static_cast<uint64_t>(per_chunk * (degree > 0 ? degree : 8) + 1);
-  return calls * nccl_most_chunks_in_flight(NcclConfig::from(c), WorkloadConfig::from(c).gpus);
+// at most 8 when adaptive: tutel_degree_estimates; 2dh: two legs each), under parallel_type
+// 'model' a bias all-gather per chunk, and the capacity all-reduce; each call at most every
+// pair. Without TP (nccl_messages_bound) the scatters together send every GPU's capacity slots
+// of every physical expert (n x (E + R) x capacity rows, per leg), the gathers as much back; the
+// capacity is at most tutel_capacity's with every local token on one expert (max rows = tokens
+// per GPU) and the alignment of any adaptive degree (8).
+long double tutel_pairs(const Config& c) {
+  const TutelConfig t = TutelConfig::from(c);
+  const WorkloadConfig w = WorkloadConfig::from(c);
+  const long double calls = (w.tp > 1 ? 3 : 2) * (t.overlap_degree > 0 ? t.overlap_degree : 8) + 1;
+  const auto n = static_cast<long double>(w.gpus);
+  return calls * (t.a2a_algo == "2dh" ? 2 : 1) * n * (n - 1);
 }
+
+std::optional<uint64_t> tutel_flow_messages_bound(const Config& c) {
+  const TutelConfig t = TutelConfig::from(c);
+  const WorkloadConfig w = WorkloadConfig::from(c);
+  const NcclConfig nccl = NcclConfig::from(c);
+  const int degree = t.overlap_degree > 0 ? t.overlap_degree : 8;
+  if (w.tp > 1) return static_cast<uint64_t>(3 * degree + 1) * nccl_most_chunks_in_flight(nccl, w.gpus);
+  const ModelShape m = ModelShape::from(c);
+  const int64_t per_gpu = (w.tokens + w.gpus - 1) / w.gpus;
+  const int64_t capacity = tutel_capacity(t.capacity_factor, per_gpu, m.experts(), m.top_k(), per_gpu, degree);
+  const auto n = static_cast<long double>(w.gpus);
+  const long double legs = t.a2a_algo == "2dh" ? 2 : 1;
+  const long double slots = n * static_cast<long double>(m.experts() + w.redundant_experts) * static_cast<long double>(capacity);
+  return nccl_messages_bound(nccl, tutel_pairs(c), 2 * legs * slots * static_cast<long double>(m.row_bytes()) + n * n * kTutelIndexBytes);
+}
+
+uint64_t tutel_state_bytes(const Config& c) { return static_cast<uint64_t>(tutel_pairs(c)) * kNcclPairBytes; }
 
 }  // namespace
 
@@ -668,6 +691,7 @@ SystemEntry tutel_system_entry() {
                 64, true};  // 55 B a row measured (DeepSeek-V3, 16 GPUs, 4096 -> 16384 tokens)
   e.tp_refusal = tutel_tp_refusal;  // EP+TP only on parallel_type 'model''s path
   e.flow_messages_bound = tutel_flow_messages_bound;
+  e.state_bytes = tutel_state_bytes;
   return e;
 }
 
