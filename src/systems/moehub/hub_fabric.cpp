@@ -432,8 +432,6 @@ class HubFabric::SmPort final : public gpu::StorePort {
       const uint64_t at = (tag.rowsp ? tag.row_offset : tag.address) + p.done;
       const uint64_t piece = std::min({tx, p.bytes - p.done, line_ - at % line_});
       const uint32_t peer = rpm_ ? partition_of(p.dst) : peer_of(p.dst);
-      // A peer address carries its GPU (UVA: each GPU's memory has its own range).
-      const uint64_t gpu_bits = static_cast<uint64_t>(p.dst) << kGpuShift;
       const bool may_run = tag.rowsp || f_.hub_.flow_line_runs_st;
       if (const uint32_t lines = may_run ? run_lines(p, at, tx, peer) : 0; lines >= (rpm_ ? 1u : 2u)) {
         if (!send_run(lane, p, tag, at, tx, peer, lines)) return;
@@ -441,29 +439,12 @@ class HubFabric::SmPort final : public gpu::StorePort {
         continue;
       }
       if (rpm_) {
-        const RemoteStore s =
-            tag.rowsp ? RemoteStore::from(RowspStore{MallocId::encode(static_cast<uint32_t>(p.dst), tag.region),
-                                                       tag.row_id, at, static_cast<uint32_t>(piece), tag.nop})
-                        : RemoteStore::plain(gpu_bits | at, static_cast<uint32_t>(piece));
-        if (!rpm_->try_store(peer, s)) return wait_rpm(lane, peer);
+        if (!rpm_->try_store(peer, remote_store(p, tag, at, static_cast<uint32_t>(piece)))) return wait_rpm(lane, peer);
       } else {
-        HubPacket h;
-        h.peer = peer;
-        h.rowsp = tag.rowsp;
-        h.nop = tag.nop;
-        const uint64_t line_start = at - at % line_;
-        if (tag.rowsp) {
-          h.malloc_id = MallocId::encode(static_cast<uint32_t>(p.dst), tag.region);
-          h.row_id = tag.row_id;
-          h.row_offset = line_start;
-        } else {
-          h.address = gpu_bits | line_start;
-        }
+        HubPacket h = packet_header(p, tag, peer, at - at % line_);
         h.valid_mask = mask_of(at % line_, piece, granule_);
-        h.granule_bytes = granule_;
         h.payload_bytes = static_cast<uint32_t>(piece);
         h.stores_merged = 1;
-        h.first_store = f_.cluster_.sim().now();
         if (!port_.try_send(h)) return wait_port(lane, peer);
       }
       lane.staging.took(piece);
@@ -487,19 +468,36 @@ class HubFabric::SmPort final : public gpu::StorePort {
   // direct path. False (the lane waits) if refused.
   bool send_run(Lane& lane, const StoreStaging::Staged& p, const HubTag& tag, uint64_t at, uint64_t tx, uint32_t peer,
                 uint32_t lines) {
-    const uint64_t gpu_bits = static_cast<uint64_t>(p.dst) << kGpuShift;
     const auto bytes = static_cast<uint32_t>(lines * line_);
     if (rpm_) {
-      const RemoteStore s =
-          tag.rowsp ? RemoteStore::from(RowspStore{MallocId::encode(static_cast<uint32_t>(p.dst), tag.region), tag.row_id,
-                                                   at, bytes, tag.nop})
-                    : RemoteStore::plain(gpu_bits | at, bytes);
       // Each line is the transactions its warp stores cut it into.
       const auto transactions = static_cast<uint32_t>(lines * ((line_ + tx - 1) / tx));
-      if (rpm_->try_store_run(peer, s, lines, transactions, f_.run_limit_)) return true;
+      if (rpm_->try_store_run(peer, remote_store(p, tag, at, bytes), lines, transactions, f_.run_limit_)) return true;
       wait_rpm(lane, peer);
       return false;
     }
+    HubPacket h = packet_header(p, tag, peer, at);
+    h.valid_mask = mask_of(0, line_, granule_);
+    h.payload_bytes = bytes;
+    h.stores_merged = lines;
+    h.lines = lines;
+    if (port_.try_send(h)) return true;
+    wait_port(lane, peer);
+    return false;
+  }
+
+  // The RPM's view of `bytes` of a staged store from `at`: st.rowsp names its row, st. its peer
+  // address (a peer address carries its GPU: UVA gives each GPU's memory its own range).
+  static RemoteStore remote_store(const StoreStaging::Staged& p, const HubTag& tag, uint64_t at, uint32_t bytes) {
+    if (tag.rowsp) {
+      return RemoteStore::from(
+          RowspStore{MallocId::encode(static_cast<uint32_t>(p.dst), tag.region), tag.row_id, at, bytes, tag.nop});
+    }
+    return RemoteStore::plain((static_cast<uint64_t>(p.dst) << kGpuShift) | at, bytes);
+  }
+
+  // A direct-path packet for the staged store's line at `line_start`, its payload still to set.
+  HubPacket packet_header(const StoreStaging::Staged& p, const HubTag& tag, uint32_t peer, uint64_t line_start) const {
     HubPacket h;
     h.peer = peer;
     h.rowsp = tag.rowsp;
@@ -507,19 +505,13 @@ class HubFabric::SmPort final : public gpu::StorePort {
     if (tag.rowsp) {
       h.malloc_id = MallocId::encode(static_cast<uint32_t>(p.dst), tag.region);
       h.row_id = tag.row_id;
-      h.row_offset = at;
+      h.row_offset = line_start;
     } else {
-      h.address = gpu_bits | at;
+      h.address = (static_cast<uint64_t>(p.dst) << kGpuShift) | line_start;
     }
-    h.valid_mask = mask_of(0, line_, granule_);
     h.granule_bytes = granule_;
-    h.payload_bytes = bytes;
-    h.stores_merged = lines;
-    h.lines = lines;
     h.first_store = f_.cluster_.sim().now();
-    if (port_.try_send(h)) return true;
-    wait_port(lane, peer);
-    return false;
+    return h;
   }
 
   void wait_rpm(Lane& lane, uint32_t peer) {
