@@ -38,6 +38,7 @@ struct FiguresOptions {
   bool quick = false;
   int jobs = 0;
   bool jobs_given = false;  // otherwise one job per core
+  std::string jobs_memory;  // --jobs-memory: a size ("8GiB"); empty: no cap
   std::vector<std::string> figures;
   std::string experiments;  // default: <config-dir>/experiments
   std::string results_md;   // default: <out>/RESULTS.md
@@ -184,7 +185,8 @@ int run_figures(const CliContext& ctx, const FiguresOptions& o) {
   const unsigned jobs = o.jobs_given ? static_cast<unsigned>(o.jobs) : std::max(1u, std::thread::hardware_concurrency());
   const ConfigSource configs(ctx.catalog(), *ctx.registry);
   // Under mpirun, the worker ranks only simulate: they return here without reading a figure file.
-  return with_executor(configs, jobs, [&](RunExecutor& executor) { return make_figures(ctx, o, configs, executor, start); });
+  return with_executor(configs, jobs, jobs_memory_cap(o.jobs_memory),
+                       [&](RunExecutor& executor) { return make_figures(ctx, o, configs, executor, start); });
 }
 
 }  // namespace
@@ -196,6 +198,8 @@ void add_figures_command(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--out", o->out, "Folder for the CSVs, SVGs, PNGs, RESULTS.md and the run cache")->required();
   cmd->add_flag("--quick", o->quick, "Run the [sweep.quick] subset of every figure");
   auto* jobs = cmd->add_option("--jobs", o->jobs, "Runs at a time (default: one per core)");
+  cmd->add_option("--jobs-memory", o->jobs_memory,
+                  "Cap on the estimated memory of the runs in progress, e.g. 8GiB (default: none)");
   cmd->add_option("FIGURE", o->figures, "Figures to make (file stems in the experiments folder; default: all)");
   cmd->add_option("--experiments", o->experiments, "Folder of figure files (default: <config-dir>/experiments)");
   cmd->add_option("--results-md", o->results_md, "Where to write RESULTS.md (default: <out>/RESULTS.md)");

@@ -32,6 +32,7 @@ struct SweepOptions {
   bool keep_going = false;
   int jobs = 0;
   bool jobs_given = false;
+  std::string jobs_memory;  // --jobs-memory: a size ("8GiB"); empty: no cap
 };
 
 // The runs as cells [point][system], every seed a point of its own (the rows of the tidy CSV).
@@ -113,7 +114,8 @@ int run_sweep(const CliContext& ctx, const SweepOptions& o) {
   const unsigned jobs = o.jobs_given ? static_cast<unsigned>(o.jobs) : std::max(1u, std::thread::hardware_concurrency());
   const ConfigSource configs(ctx.catalog(), *ctx.registry);
   // Under mpirun, the worker ranks only simulate: they return here without reading the file.
-  return with_executor(configs, jobs, [&](RunExecutor& executor) { return make_sweep(o, configs, executor, start); });
+  return with_executor(configs, jobs, jobs_memory_cap(o.jobs_memory),
+                       [&](RunExecutor& executor) { return make_sweep(o, configs, executor, start); });
 }
 
 }  // namespace
@@ -125,6 +127,8 @@ void add_sweep_command(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--out", o->out, "Folder for the CSVs, plots and the run cache (default: out/<file stem>)");
   cmd->add_flag("--quick", o->quick, "Run the [sweep.quick] subset");
   auto* jobs = cmd->add_option("--jobs", o->jobs, "Runs at a time (default: one per core)");
+  cmd->add_option("--jobs-memory", o->jobs_memory,
+                  "Cap on the estimated memory of the runs in progress, e.g. 8GiB (default: none)");
   cmd->add_flag("--keep-going", o->keep_going,
                 "Run every point even when some fail; write what succeeded, report the rest, exit non-zero");
   cmd->callback([&ctx, o, jobs] {

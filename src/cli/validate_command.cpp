@@ -17,6 +17,13 @@
 namespace moehub {
 namespace {
 
+// A point's configuration and workload, and its configuration under each variant's settings
+// (the variant's system checks the rest when it runs).
+void check_point(const ConfigSource& configs, const SweepAxes& axes, const SweepPoint& p) {
+  check_point_workload(configs.build(p.settings), p, "");  // each system is checked when it runs
+  for (const SweepVariant& v : axes.variants) configs.build(system_run(axes, p, v.name).second.settings);
+}
+
 int validate_figure(const CliContext& ctx, const std::string& file) {
   const FigureSpec spec = load_figure_spec(file);
   const ConfigSource configs(ctx.catalog(), *ctx.registry);
@@ -24,7 +31,7 @@ int validate_figure(const CliContext& ctx, const std::string& file) {
   require_sweep_systems(spec);
   for (bool quick : {false, true}) {
     for (const SweepPoint& p : spec.points(quick)) {
-      check_point_workload(configs.build(p.settings), p, "");  // each system is checked when it runs
+      check_point(configs, spec.axes(quick), p);
       ++points[quick];
     }
   }
@@ -45,7 +52,7 @@ int validate_sweep(const CliContext& ctx, const std::string& file) {
   size_t points[2] = {0, 0};
   for (bool quick : {false, true}) {
     for (const SweepPoint& p : sweep.points(quick)) {
-      check_point_workload(configs.build(p.settings), p, "");
+      check_point(configs, quick ? sweep.quick : sweep.sweep, p);
       ++points[quick];
     }
   }

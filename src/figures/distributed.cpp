@@ -209,11 +209,12 @@ RunExecutor& DistributedSession::coordinator() {
   return *executor_;
 }
 
-int with_executor(const ConfigSource& configs, unsigned jobs, const std::function<int(RunExecutor&)>& coordinate) {
+int with_executor(const ConfigSource& configs, unsigned jobs, uint64_t jobs_memory,
+                  const std::function<int(RunExecutor&)>& coordinate) {
   DistributedSession session;
   if (session.rank() > 0) return session.serve(configs);
   if (session.distributed()) return coordinate(session.coordinator());
-  ThreadExecutor threads(jobs);
+  ThreadExecutor threads(jobs, simulate_run, jobs_memory);
   return coordinate(threads);
 }
 

@@ -6,6 +6,7 @@
 // stdout and nothing to the output folder. Without mpirun, under `mpirun -np 1`, or in a build
 // without MPI (CMake found no MPI), runs go on threads in this process, as before.
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -53,13 +54,15 @@ class DistributedSession {
 // on rank 0 (same program, same config folder: every rank gets the same command line).
 //   - On MPI worker ranks: serves runs until rank 0 is done, returns 0; `coordinate` is not called.
 //   - On rank 0 of `mpirun -np N` (N > 1): coordinate(an executor over the N-1 worker ranks).
-//   - Otherwise: coordinate(ThreadExecutor(jobs)).
+//   - Otherwise: coordinate(ThreadExecutor(jobs) with `jobs_memory` as its memory cap, 0: none;
+//     MPI ranks have a machine each and ignore it).
 // Returns what coordinate (or serve) returned; exceptions from coordinate propagate after the
 // workers were stopped. Typical use:
-//   return with_executor(configs, jobs, [&](RunExecutor& executor) {
+//   return with_executor(configs, jobs, 0, [&](RunExecutor& executor) {
 //     SweepRunner runner(configs, cache, binary_fingerprint(), executor, options);
 //     ... runner.run(requests) ...; write outputs; return status;
 //   });
-int with_executor(const ConfigSource& configs, unsigned jobs, const std::function<int(RunExecutor&)>& coordinate);
+int with_executor(const ConfigSource& configs, unsigned jobs, uint64_t jobs_memory,
+                  const std::function<int(RunExecutor&)>& coordinate);
 
 }  // namespace moehub

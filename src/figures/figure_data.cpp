@@ -91,7 +91,8 @@ FigureRuns arrange_runs(const FigureSpec* spec, const SweepAxes& axes, std::vect
   }
   for (size_t i = 0; i < all_points.size(); ++i) {
     for (size_t s = 0; s < runs.systems.size(); ++s) {
-      requests.push_back({all_points[i], runs.systems[s]});
+      auto [system, point] = system_run(axes, all_points[i], runs.systems[s]);  // a variant runs its system
+      requests.push_back({std::move(point), std::move(system)});
       where.push_back({i / per_point, s, i % per_point});
     }
   }

@@ -44,11 +44,12 @@ constexpr int kFont = 15;       // axis labels; titles, ticks, key and value lab
 constexpr int kTickFont = 14, kKeyFont = 14, kLabelFont = 13, kPanelTitleFont = 16, kTitleFont = 18;
 constexpr double kCharWidth = 0.55;  // of the font size: a Helvetica/DejaVu character's mean width
 
-// Eight colours whose lightness differs (CIE L* 15 to 81, neighbours far apart) so the series
-// stay apart in grayscale; lines add a point type of their own.
-constexpr std::array<const char*, 8> kColours{"#14205a", "#f39c12", "#6a3d9a", "#a6d96a",
-                                              "#1f78b4", "#f06eaa", "#8b0a1a", "#8c8c8c"};
-constexpr std::array<int, 8> kPointTypes{7, 5, 9, 11, 13, 6, 4, 8};
+// Nine colours whose lightness differs (CIE L* 15 to 81, neighbours far apart) so the series
+// stay apart in grayscale; lines add a point type of their own. The ninth (teal, L* 44, an open
+// diamond) is for the scale figure's ninth line; the first eight draw every other figure.
+constexpr std::array<const char*, 9> kColours{"#14205a", "#f39c12", "#6a3d9a", "#a6d96a", "#1f78b4",
+                                              "#f06eaa", "#8b0a1a", "#8c8c8c", "#00746b"};
+constexpr std::array<int, 9> kPointTypes{7, 5, 9, 11, 13, 6, 4, 8, 12};
 
 bool has_values(const PlotSeries& s) {
   for (double v : s.y) {

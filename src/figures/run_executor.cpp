@@ -2,18 +2,23 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <exception>
 #include <fmt/format.h>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <thread>
+#include <time.h>
 
 #include "config/run_params.h"
 #include "moe/model_shape.h"
 #include "moe/workload.h"
 #include "platform/experiment.h"
+#include "platform/resource_estimate.h"
 #include "sim/error.h"
+#include "sim/units.h"
 #include "systems/system_registry.h"
 
 namespace moehub {
@@ -59,7 +64,8 @@ std::vector<SweepSetting> run_settings(const RunRequest& request) {
 
 nlohmann::json RunOutcome::to_json() const {
   nlohmann::json j{{"ok", ok},           {"from_cache", from_cache}, {"key", key},         {"moe_flops", moe_flops},
-                   {"error", error},     {"unsupported", unsupported}, {"not_run", not_run}, {"wall_s", wall_s}};
+                   {"error", error},     {"unsupported", unsupported}, {"not_run", not_run}, {"wall_s", wall_s},
+                   {"cpu_s", cpu_s}};
   if (ok) j["result"] = result.to_json();
   return j;
 }
@@ -75,6 +81,7 @@ RunOutcome RunOutcome::from_json(const nlohmann::json& j) {
     o.unsupported = j.at("unsupported").get<bool>();
     o.not_run = j.at("not_run").get<bool>();
     o.wall_s = j.at("wall_s").get<double>();
+    o.cpu_s = j.at("cpu_s").get<double>();
     if (o.ok) o.result = LayerResult::from_json(j.at("result"));
     return o;
   } catch (const nlohmann::json::exception& e) {
@@ -82,8 +89,20 @@ RunOutcome RunOutcome::from_json(const nlohmann::json& j) {
   }
 }
 
+namespace {
+
+// CPU seconds of the calling thread: one run is simulated on one thread.
+double thread_cpu_seconds() {
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+}  // namespace
+
 RunOutcome simulate_run(const RunRequest& req, const Config& cfg) {
   const auto start = std::chrono::steady_clock::now();
+  const double cpu_start = thread_cpu_seconds();
   RunOutcome o;
   try {
     const SystemEntry* entry = find_system(req.system);
@@ -108,6 +127,7 @@ RunOutcome simulate_run(const RunRequest& req, const Config& cfg) {
     o.error = e.what();
   }
   o.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  o.cpu_s = thread_cpu_seconds() - cpu_start;
   return o;
 }
 
@@ -118,6 +138,27 @@ double estimated_cost(const Config& config) {
            static_cast<double>(model.hidden);
   } catch (const UserError&) {
     return 0;  // only an ordering hint: the run itself reports the configuration's error
+  }
+}
+
+uint64_t estimated_memory(const Config& config, const std::string& system) {
+  try {
+    const SystemEntry* entry = find_system(system);
+    if (!entry) return 0;
+    return estimate_resources(config, ModelShape::from(config), {entry}, 1).memory_bytes;
+  } catch (const UserError&) {
+    return 0;  // only a scheduling hint: the run itself reports the configuration's error
+  }
+}
+
+uint64_t jobs_memory_cap(const std::string& text) {
+  if (text.empty()) return 0;
+  try {
+    const uint64_t bytes = parse_bytes(text);
+    if (bytes == 0) throw UnitParseError("expected a size above 0 (leave the option out for no cap)");
+    return bytes;
+  } catch (const UnitParseError& e) {
+    throw UserError("--jobs-memory", fmt::format("'{}': {}", text, e.what()));
   }
 }
 
@@ -151,22 +192,67 @@ void parallel_for(size_t n, unsigned jobs, const std::function<void(size_t)>& bo
   if (first) std::rethrow_exception(first);
 }
 
-ThreadExecutor::ThreadExecutor(unsigned jobs, Simulate simulate)
-    : jobs_(std::max(1u, jobs)), simulate_(std::move(simulate)) {}
+ThreadExecutor::ThreadExecutor(unsigned jobs, Simulate simulate, uint64_t memory_cap)
+    : jobs_(std::max(1u, jobs)), simulate_(std::move(simulate)), memory_cap_(memory_cap) {}
 
 void ThreadExecutor::execute(const std::vector<RunTask>& tasks,
                              const std::function<void(size_t, RunOutcome)>& finished) {
   const std::vector<size_t> order = longest_first(tasks);
-  std::mutex mutex;
-  // parallel_for hands out positions in increasing order, so a free thread takes the most
-  // expensive run left.
-  parallel_for(order.size(), jobs_, [&](size_t k) {
-    if (stop_requested()) return;
-    const RunTask& task = tasks[order[k]];
-    RunOutcome o = simulate_(*task.request, *task.config);
-    std::lock_guard<std::mutex> lock(mutex);
-    finished(order[k], std::move(o));
-  });
+  std::mutex mutex;  // guards everything below and serialises `finished`
+  std::condition_variable ended;
+  std::vector<bool> taken(order.size(), false);
+  size_t left = order.size(), first_free = 0;
+  unsigned running = 0;
+  uint64_t held = 0;  // estimated bytes of the runs in progress
+  std::exception_ptr first_error;
+  // The first task in `order` not taken that fits beside the runs in progress, or npos.
+  const auto next = [&]() -> size_t {
+    while (first_free < order.size() && taken[first_free]) ++first_free;
+    for (size_t k = first_free; k < order.size(); ++k) {
+      if (taken[k]) continue;
+      if (running == 0 || memory_cap_ == 0 || held + tasks[order[k]].memory <= memory_cap_) return k;
+    }
+    return std::string::npos;
+  };
+  const auto worker = [&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (left > 0 && !stop_requested()) {
+      const size_t k = next();
+      if (k == std::string::npos) {  // only while another run is in progress: it ends and notifies
+        ended.wait(lock);
+        continue;
+      }
+      const RunTask& task = tasks[order[k]];
+      taken[k] = true;
+      --left;
+      ++running;
+      held += task.memory;
+      lock.unlock();
+      std::optional<RunOutcome> o;
+      try {
+        o = simulate_(*task.request, *task.config);
+      } catch (...) {
+        std::lock_guard<std::mutex> guard(mutex);
+        if (!first_error) first_error = std::current_exception();
+      }
+      lock.lock();
+      --running;
+      held -= task.memory;
+      try {
+        if (o) finished(order[k], std::move(*o));
+      } catch (...) {
+        if (!first_error) first_error = std::current_exception();
+      }
+      ended.notify_all();
+    }
+    ended.notify_all();  // a stop: the waiting threads leave too
+  };
+  const size_t threads = std::max<size_t>(1, std::min<size_t>(jobs_, order.size()));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (first_error) std::rethrow_exception(first_error);
 }
 
 std::string ThreadExecutor::describe(size_t tasks) const {

@@ -5,6 +5,7 @@
 // (figures/distributed.h). Executors hand out the most expensive run first.
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -36,7 +37,9 @@ struct RunOutcome {
   std::string error;      // when !ok
   bool unsupported = false;  // the failure was a UserError: the system rejects this configuration
   bool not_run = false;      // never started: an earlier run failed and the runner stops at the first
-  double wall_s = 0;         // how long the simulation took (progress only; never in an output)
+  double wall_s = 0;         // how long the simulation took (progress, the cache entry; never in an output)
+  double cpu_s = 0;          // the CPU time of the thread that simulated it (the cache entry: what a run costs
+                             // on a shared host, where wall time counts the other jobs' load)
 
   nlohmann::json to_json() const;
   // Throws std::logic_error on a malformed outcome (a message between processes is ours).
@@ -57,8 +60,17 @@ double estimated_cost(const Config& config);
 struct RunTask {
   const RunRequest* request = nullptr;
   const Config* config = nullptr;
-  double cost = 0;  // estimated_cost(*config), or anything in tests
+  double cost = 0;      // estimated_cost(*config), or anything in tests
+  uint64_t memory = 0;  // estimated_memory(*config, system): what ThreadExecutor's memory cap counts
 };
+
+// The memory the run-time check estimates for one system on the configuration
+// (estimate_resources, run.memory_budget's estimate); 0 if it cannot be estimated.
+uint64_t estimated_memory(const Config& config, const std::string& system);
+
+// `--jobs-memory`'s value: a size with a unit ("8GiB"), "" for none (0). UserError naming the
+// option for anything else.
+uint64_t jobs_memory_cap(const std::string& text);
 
 // Task indices, most expensive first; equal costs in index order (deterministic).
 std::vector<size_t> longest_first(const std::vector<RunTask>& tasks);
@@ -87,12 +99,15 @@ class RunExecutor {
   std::atomic<bool> stop_{false};
 };
 
-// Runs on `jobs` threads of this process (at least one).
+// Runs on `jobs` threads of this process (at least one). With a memory cap (bytes, 0: none) a
+// free thread takes the most expensive task left whose estimated memory, added to that of the
+// runs in progress, stays within the cap, and waits while none does; a task starts alone
+// whatever its estimate. So two large runs do not meet while small ones can go beside them.
 class ThreadExecutor : public RunExecutor {
  public:
   using Simulate = std::function<RunOutcome(const RunRequest&, const Config&)>;
   // `simulate` is replaced only by tests.
-  explicit ThreadExecutor(unsigned jobs, Simulate simulate = simulate_run);
+  explicit ThreadExecutor(unsigned jobs, Simulate simulate = simulate_run, uint64_t memory_cap = 0);
   void execute(const std::vector<RunTask>& tasks, const std::function<void(size_t, RunOutcome)>& finished) override;
   unsigned workers() const override { return jobs_; }
   std::string describe(size_t tasks) const override;
@@ -100,6 +115,7 @@ class ThreadExecutor : public RunExecutor {
  private:
   unsigned jobs_;
   Simulate simulate_;
+  uint64_t memory_cap_;
 };
 
 // Calls body(i) for i in [0, n) on `jobs` threads, in increasing i as threads become free; the

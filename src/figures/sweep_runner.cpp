@@ -157,7 +157,10 @@ void SweepRunner::store(const RunRequest& req, RunOutcome& o) const {
   if (!o.ok) return;
   const double wall_s = o.wall_s;
   try {
-    cache_.store(o.key, {{"result", o.result.to_json()}, {"moe_flops", o.moe_flops}, {"point", req.point.label()}},
+    // wall_s and cpu_s measure a regeneration per run (docs/figures.md); no output reads them.
+    cache_.store(o.key,
+                 {{"result", o.result.to_json()}, {"moe_flops", o.moe_flops}, {"point", req.point.label()},
+                  {"wall_s", o.wall_s}, {"cpu_s", o.cpu_s}},
                  binary_, req.system);
   } catch (const UserError& e) {  // as when the store was part of the run: the run is unsupported
     o = without_result(o.key, e.what());
@@ -172,7 +175,8 @@ std::vector<RunOutcome> SweepRunner::compute(const std::vector<RunRequest>& requ
                                              const std::vector<Prepared>& prepared, const std::vector<size_t>& missing) {
   std::vector<RunTask> tasks;
   for (const size_t i : missing) {
-    tasks.push_back({&requests[i], &*prepared[i].config, estimated_cost(*prepared[i].config)});
+    const Config& config = *prepared[i].config;
+    tasks.push_back({&requests[i], &config, estimated_cost(config), estimated_memory(config, requests[i].system)});
   }
   std::vector<std::optional<RunOutcome>> computed(missing.size());
   Progress progress(options_, missing.size(), executor_.workers());

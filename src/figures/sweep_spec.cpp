@@ -122,6 +122,43 @@ std::vector<SweepWhere> read_where(const TomlReader& r, const toml::node& n, con
   return out;
 }
 
+// [[sweep.variant]]: name, system and set (KEY=VALUE strings).
+std::vector<SweepVariant> read_variants(const TomlReader& r, const toml::node& n, const std::string& context) {
+  const toml::array* a = n.as_array();
+  if (!a) throw UserError(r.where(n), context + ".variant: expected [[" + context + ".variant]] tables");
+  std::vector<SweepVariant> out;
+  for (size_t i = 0; i < a->size(); ++i) {
+    const toml::table* t = (*a)[i].as_table();
+    const std::string ctx = fmt::format("{}.variant[{}]", context, i);
+    if (!t) throw UserError(r.where((*a)[i]), ctx + ": expected a table of name, system and set");
+    r.only_keys(*t, {"name", "system", "set"}, ctx);
+    SweepVariant v{r.string(*t, "name", ctx, true), r.string(*t, "system", ctx, true), {}, r.where((*a)[i])};
+    if (const toml::node* set = t->get("set")) v.settings = read_settings(r, *set, ctx + ".set");
+    if (v.settings.empty()) throw UserError(v.origin, ctx + ": missing 'set' (a variant without settings is its system)");
+    for (const SweepVariant& w : out) {
+      if (w.name == v.name) throw UserError(v.origin, fmt::format("{}: variant '{}' named twice", ctx, v.name));
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+// A variant's settings leave the swept paths alone, as a where's do.
+void check_variants(const SweepAxes& axes, const std::string& context) {
+  if (axes.variants.empty()) return;
+  const std::vector<std::string> names = axes.coordinate_names();
+  for (const SweepVariant& v : axes.variants) {
+    for (const SweepSetting& s : v.settings) {
+      for (const auto& [reserved, axis] : named_axis_paths()) {
+        if (s.path == reserved) throw UserError(s.origin, fmt::format("{}.variant: set '{}' with sweep.{}", context, s.path, axis));
+      }
+      if (std::find(names.begin(), names.end(), s.path) != names.end()) {
+        throw UserError(s.origin, fmt::format("{}.variant: '{}' is a swept axis; a variant may not set it", context, s.path));
+      }
+    }
+  }
+}
+
 // A where's keys name coordinates of the sweep, and its settings leave the swept paths alone
 // (a point's coordinates must say what ran).
 void check_where(const SweepAxes& axes, const std::string& context) {
@@ -228,6 +265,13 @@ std::string SweepAxes::origin_of(const std::string& axis, const std::string& fal
   return it == origins.end() ? fallback + "." + axis : it->second;
 }
 
+const SweepVariant* SweepAxes::variant(const std::string& name) const {
+  for (const SweepVariant& v : variants) {
+    if (v.name == name) return &v;
+  }
+  return nullptr;
+}
+
 std::vector<std::string> SweepAxes::coordinate_names() const {
   const std::vector<SweepPoint> one = sweep_points(*this, "");
   std::vector<std::string> out;
@@ -282,9 +326,11 @@ void read_sweep_axes(const TomlReader& r, const toml::table& t, const std::strin
       axes.settings = read_settings(r, n, path);
     } else if (key == "where") {
       axes.where = read_where(r, n, context);
+    } else if (key == "variant") {
+      axes.variants = read_variants(r, n, context);
     } else {
       throw UserError(r.where(n), fmt::format("unknown sweep key '{}' (known: models, gpus, tokens, seq_lengths, "
-                                              "imbalance, hardware, seeds, systems, axes, zip, set, where{})",
+                                              "imbalance, hardware, seeds, systems, axes, zip, set, where, variant{})",
                                               path, context == "sweep" ? ", quick" : ""));
     }
   }
@@ -292,17 +338,34 @@ void read_sweep_axes(const TomlReader& r, const toml::table& t, const std::strin
     throw UserError(r.file().string(), context + ": seq_lengths (tokens per GPU) needs gpus");
   }
   check_where(axes, context);
+  check_variants(axes, context);
 }
 
 void require_registered_systems(const SweepAxes& full, const SweepAxes& quick, const std::string& where) {
+  std::vector<std::string> known;
+  for (const auto& e : all_systems()) known.push_back(e.name);
   for (const SweepAxes* axes : {&full, &quick}) {
+    for (const SweepVariant& v : axes->variants) {
+      if (find_system(v.name)) throw UserError(v.origin, fmt::format("variant '{}' takes a registered system's name", v.name));
+      if (!find_system(v.system)) {
+        throw UserError(v.origin, fmt::format("variant '{}': unknown system '{}' (known: {})", v.name, v.system,
+                                              fmt::join(known, ", ")));
+      }
+    }
     for (const std::string& name : axes->systems) {
-      if (find_system(name)) continue;
-      std::vector<std::string> known;
-      for (const auto& e : all_systems()) known.push_back(e.name);
+      if (find_system(name) || axes->variant(name)) continue;
       throw UserError(where + ": sweep.systems", fmt::format("unknown system '{}' (known: {})", name, fmt::join(known, ", ")));
     }
   }
+}
+
+std::pair<std::string, SweepPoint> system_run(const SweepAxes& axes, const SweepPoint& point, const std::string& name) {
+  const SweepVariant* v = axes.variant(name);
+  if (!v) return {name, point};
+  SweepPoint p = point;
+  p.settings.insert(p.settings.end(), v->settings.begin(), v->settings.end());
+  p.coordinates.emplace_back("variant", v->name);  // progress lines and errors name it (label())
+  return {v->system, std::move(p)};
 }
 
 std::vector<SweepPoint> sweep_points(const SweepAxes& axes, const std::string& origin) {

@@ -46,6 +46,16 @@ struct SweepWhere {
   std::string origin;                                                   // "file:line"
 };
 
+// [[sweep.variant]]: a registered system run with settings of its own, named in `systems` like a
+// system and drawn as a series of its own (e.g. DeepEP's low-latency kernels beside its normal
+// ones). Its settings go after the point's, so they override `set` and the wheres.
+struct SweepVariant {
+  std::string name;                    // in `systems`, the CSV's system column and the plots
+  std::string system;                  // the registered system that runs
+  std::vector<SweepSetting> settings;  // at least one
+  std::string origin;                  // "file:line"
+};
+
 struct SweepAxes {
   std::vector<std::string> models;
   std::vector<int64_t> gpus;
@@ -59,10 +69,13 @@ struct SweepAxes {
   std::vector<SweepGroup> zipped;    // [[sweep.zip]]
   std::vector<SweepSetting> settings;
   std::vector<SweepWhere> where;     // [[sweep.where]], in file order
+  std::vector<SweepVariant> variants;  // [[sweep.variant]]
   std::map<std::string, std::string> origins;  // named axis ("models") -> "file:line: sweep.models"
 
   // Where the named axis was given ("file:line: sweep.models"), else "<fallback>.<axis>".
   std::string origin_of(const std::string& axis, const std::string& fallback) const;
+  // The variant named `name`, or nullptr (a registered system or an unknown name).
+  const SweepVariant* variant(const std::string& name) const;
   // The columns a point's coordinates have, in order (e.g. "model", "tokens", "hub.rat.entries", "seed").
   std::vector<std::string> coordinate_names() const;
 };
@@ -86,13 +99,18 @@ struct SweepPoint {
 // "sweep.quick".
 void read_sweep_axes(const TomlReader& reader, const toml::table& t, const std::string& context, SweepAxes& axes);
 
-// Every system the sweep names (full and quick) is registered: UserError "<where>: sweep.systems"
-// naming the unknown one and the known ones.
+// Every system the sweep names (full and quick) is registered or a variant of a registered one,
+// and no variant takes a registered system's name: UserError "<where>: sweep.systems" (or the
+// variant's file:line) naming the unknown one and the known ones.
 void require_registered_systems(const SweepAxes& full, const SweepAxes& quick, const std::string& where);
 
 // Every point of the axes crossed (zipped groups advance together), the first axis outermost:
 // models, gpus, tokens, imbalance, hardware, the parameter groups in file order, then seeds;
 // each with the settings of the [[sweep.where]] tables its coordinates match.
 std::vector<SweepPoint> sweep_points(const SweepAxes& axes, const std::string& origin);
+
+// The registered system that runs `name` (the variant's, or `name` itself) and the point with
+// the variant's settings after its own.
+std::pair<std::string, SweepPoint> system_run(const SweepAxes& axes, const SweepPoint& point, const std::string& name);
 
 }  // namespace moehub

@@ -1,14 +1,21 @@
 // The pieces of a sweep that travel between processes (RunRequest and RunOutcome as JSON) and
-// the thread executor's order: the most expensive run first, nothing started after a stop.
+// the thread executor's order: the most expensive run first, nothing started after a stop, a
+// memory cap that keeps large runs apart.
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
 #include "config/preset_catalog.h"
 #include "figures/config_source.h"
 #include "figures/run_executor.h"
+#include "sim/error.h"
 #include "systems/param_catalog.h"
 
 namespace moehub {
@@ -53,6 +60,7 @@ TEST(RunOutcomeJson, RoundTripsASimulatedRunAndAFailure) {
   ASSERT_TRUE(o.ok) << o.error;
   EXPECT_GT(o.moe_flops, 0);
   EXPECT_GT(o.wall_s, 0);
+  EXPECT_GT(o.cpu_s, 0);  // the simulating thread's CPU time: a run does work
   o.key = "0123456789abcdef";
   const RunOutcome back = RunOutcome::from_json(nlohmann::json::parse(o.to_json().dump()));
   EXPECT_EQ(back.to_json(), o.to_json());
@@ -152,6 +160,47 @@ TEST(ThreadExecutor, StartsNothingAfterAStopRequest) {
   finished.clear();
   executor.execute(r.tasks, [&](size_t t, RunOutcome) { finished.push_back(t); });
   EXPECT_EQ(finished.size(), 4u);
+}
+
+// Two threads and a cap of 7 units: the most expensive run (6 units) waits until a small one
+// (1 unit) has started beside it, which only happens if the second large run (5 units, the
+// next by cost) is held back; a run above the cap (100 units) starts once it is alone.
+TEST(ThreadExecutor, AMemoryCapKeepsLargeRunsApartAndLetsSmallOnesBesideThem) {
+  const ParamRegistry registry = build_param_registry();
+  const Config config(registry);
+  Recorded r = tasks_with_costs(config, {9, 8, 2, 1, 0.5});
+  const std::vector<uint64_t> memory{6, 5, 1, 1, 100};
+  for (size_t i = 0; i < r.tasks.size(); ++i) r.tasks[i].memory = memory[i];
+  std::mutex m;
+  std::condition_variable cv;
+  std::set<std::string> running;
+  std::map<std::string, std::set<std::string>> beside;  // task -> the tasks in progress when it started
+  bool small_started = false, waited = false;
+  ThreadExecutor executor(2, [&](const RunRequest& req, const Config&) {
+    std::unique_lock<std::mutex> lock(m);
+    beside[req.system] = running;
+    running.insert(req.system);
+    if (req.system == "task2") small_started = true;
+    cv.notify_all();
+    if (req.system == "task0") {  // a deadline, not a timing assert: it fails only if task2 never comes
+      waited = cv.wait_for(lock, std::chrono::seconds(30), [&] { return small_started; });
+    }
+    running.erase(req.system);
+    RunOutcome o;
+    o.ok = true;
+    return o;
+  }, 7);
+  size_t finished = 0;
+  executor.execute(r.tasks, [&](size_t, RunOutcome) { ++finished; });
+  EXPECT_EQ(finished, 5u);
+  EXPECT_TRUE(waited) << "the small run did not start beside the large one";
+  EXPECT_EQ(beside["task2"], (std::set<std::string>{"task0"}));
+  EXPECT_EQ(beside["task1"].count("task0"), 0u) << "two large runs met";
+  EXPECT_TRUE(beside["task4"].empty()) << "a run above the cap runs alone";
+  EXPECT_EQ(jobs_memory_cap(""), 0u);
+  EXPECT_EQ(jobs_memory_cap("8GiB"), 8ull << 30);
+  EXPECT_THROW(jobs_memory_cap("lots"), UserError);
+  EXPECT_THROW(jobs_memory_cap("0GiB"), UserError);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include "config/preset_catalog.h"
 #include "figures/config_source.h"
@@ -107,6 +108,7 @@ TEST_F(SweepRunnerTest, TheRunnerCachesWhatItComputed) {
     o.result.layer = Time::from_ps(1000 * req.point.tokens);
     o.moe_flops = 2.5;
     o.wall_s = 0.01;
+    o.cpu_s = 0.02;
     return o;
   };
   std::ostringstream progress;
@@ -120,6 +122,15 @@ TEST_F(SweepRunnerTest, TheRunnerCachesWhatItComputed) {
   EXPECT_NE(text.find("\rfigures: 3/3 runs done, 0 failed, "), std::string::npos) << text;
   EXPECT_NE(text.find("about "), std::string::npos) << text;
   EXPECT_EQ(text.back(), '\n');
+  // Each cache entry keeps the run's wall and CPU seconds (a regeneration measured per run).
+  size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(dir_ / "cache")) {
+    const nlohmann::json j = nlohmann::json::parse(std::ifstream(e.path()));
+    EXPECT_EQ(j.at("wall_s").get<double>(), 0.01);
+    EXPECT_EQ(j.at("cpu_s").get<double>(), 0.02);
+    ++entries;
+  }
+  EXPECT_EQ(entries, 3u);
 
   const auto never = [](const RunRequest&, const Config&) -> RunOutcome {
     ADD_FAILURE() << "a cached run was simulated";

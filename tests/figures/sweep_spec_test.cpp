@@ -1,5 +1,6 @@
 // [[sweep.where]]: settings for the points whose coordinates match (the scale figure's redundant
-// experts where a model's experts do not cover the GPUs), and the errors a bad one gets.
+// experts where a model's experts do not cover the GPUs), [[sweep.variant]]: a registered system
+// with settings of its own as a series (DeepEP's low-latency kernels), and the errors bad ones get.
 
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "figures/figure_data.h"
 #include "figures/sweep_file.h"
 #include "sim/error.h"
 
@@ -112,6 +114,84 @@ TEST_F(SweepWhereTest, ABadWhereNamesItsLineAndWhatIsWrong) {
                             "set = [\"hub.rat.entries=64\"]\n")
                 .find(":12: sweep.where: 'hub.rat.entries' is a swept axis; a where may not set it"),
             std::string::npos);
+}
+
+constexpr const char* kVariant = R"(
+[[sweep.variant]]
+name = "deepep-ll"
+system = "deepep"
+set = ["systems.deepep.mode=low-latency", "systems.deepep.ll_max_dispatch_tokens_per_rank=64"]
+
+[[sweep.where]]
+gpus = 512
+set = ["workload.redundant_experts=256"]
+)";
+
+TEST_F(SweepWhereTest, AVariantRunsItsSystemWithItsSettingsAfterThePointsOwn) {
+  std::string text(kHead);
+  text.replace(text.find("systems = [\"ideal\"]"), 19, "systems = [\"deepep\", \"deepep-ll\"]");
+  const SweepFile s = load_sweep_file(write(text + kVariant));
+  require_registered_systems(s);  // deepep-ll is a variant of a registered system
+  std::vector<RunRequest> requests;
+  std::vector<RunIndex> at;
+  const FigureRuns runs = arrange_runs(nullptr, s.sweep, s.points(false), requests, at);
+  EXPECT_EQ(runs.systems, (std::vector<std::string>{"deepep", "deepep-ll"}));  // the series keep the names
+  ASSERT_EQ(requests.size(), 8u);  // 4 points x 2
+  using V = std::vector<std::string>;
+  // (deepseek-v3, 512 GPUs): the plain system gets the point's settings, the variant its own after them.
+  EXPECT_EQ(requests[2].system, "deepep");
+  EXPECT_EQ(extra_settings(requests[2].point), (V{"run.seed=3", "workload.redundant_experts=256"}));
+  EXPECT_EQ(requests[3].system, "deepep");
+  EXPECT_EQ(at[3].point, 1u);
+  EXPECT_EQ(at[3].system, 1u);
+  EXPECT_EQ(extra_settings(requests[3].point),
+            (V{"run.seed=3", "workload.redundant_experts=256", "systems.deepep.mode=low-latency",
+               "systems.deepep.ll_max_dispatch_tokens_per_rank=64"}));
+  EXPECT_NE(requests[3].point.settings.back().origin.find("w.toml:12"), std::string::npos);
+  EXPECT_EQ(requests[3].point.label(), "deepseek-v3 512 GPUs 8192 tokens std 0.032 variant=deepep-ll");
+  EXPECT_EQ(requests[2].point.label(), "deepseek-v3 512 GPUs 8192 tokens std 0.032");
+  // The points the figure keeps (its CSV's coordinates) are the sweep's, without the variant.
+  EXPECT_EQ(runs.points[1].label(), requests[2].point.label());
+}
+
+TEST_F(SweepWhereTest, ABadVariantNamesItsLineAndWhatIsWrong) {
+  const std::string head(kHead);
+  const auto variant = [](const std::string& name, const std::string& system, const std::string& set) {
+    return "[[sweep.variant]]\nname = \"" + name + "\"\nsystem = \"" + system + "\"\n" + set;
+  };
+  const std::string ll = "set = [\"systems.deepep.mode=low-latency\"]\n";
+  EXPECT_NE(error_of(head + variant("deepep-ll", "deepep", "")).find(":8: sweep.variant[0]: missing 'set'"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + variant("ll", "deepep", ll) + variant("ll", "deepep", ll))
+                .find(":12: sweep.variant[1]: variant 'll' named twice"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + variant("ll", "deepep", "set = [\"run.gpus=8\"]\n"))
+                .find(":11: sweep.variant: set 'run.gpus' with sweep.gpus"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "[sweep.axes]\n\"hub.rat.entries\" = [64]\n" +
+                     variant("ll", "deepep", "set = [\"hub.rat.entries=8\"]\n"))
+                .find("sweep.variant: 'hub.rat.entries' is a swept axis; a variant may not set it"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "[[sweep.variant]]\nname = \"ll\"\nsystem = \"deepep\"\nmode = 1\n" + ll)
+                .find("sweep.variant[0]"),
+            std::string::npos);
+  // Names: checked against the registry.
+  const auto registry_error = [&](const std::string& text) -> std::string {
+    try {
+      require_registered_systems(load_sweep_file(write(text)));
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(registry_error(head + variant("deepep", "deepep", ll)).find("w.toml:8: variant 'deepep' takes a registered system's name"),
+            std::string::npos);
+  EXPECT_NE(registry_error(head + variant("ll", "deepepp", ll)).find("w.toml:8: variant 'll': unknown system 'deepepp' (known: "),
+            std::string::npos);
+  std::string unknown = head;
+  unknown.replace(unknown.find("systems = [\"ideal\"]"), 19, "systems = [\"ideal\", \"ll\"]");
+  EXPECT_NE(registry_error(unknown).find("sweep.systems: unknown system 'll'"), std::string::npos);
+  EXPECT_EQ(registry_error(unknown + variant("ll", "deepep", ll)), "");
 }
 
 }  // namespace
