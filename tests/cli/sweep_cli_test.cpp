@@ -191,21 +191,30 @@ TEST(SweepCli, AWhereGivesItsPointsTheirOwnSettings) {
 }
 
 // The scale figure (configs/experiments/scale.toml, issue 23 item 6): 2 models x 8 GPU counts,
-// and its quick subset (DeepSeek-V3 on 8 and 16 GPUs) writes a row per system, all run.
+// and its quick subset (DeepSeek-V3 on 8 and 16 GPUs) writes a row per system, all run; its
+// ninth line, deepep-ll, is DeepEP with its low-latency kernels (a [[sweep.variant]]). The runs
+// go under a memory cap, which changes no output.
 TEST(SweepCli, TheScaleFigureResolvesAndItsQuickSubsetWritesItsCsv) {
   const fs::path shipped = fs::path(MOEHUB_SOURCE_DIR) / "configs" / "experiments" / "scale.toml";
   const Result v = moehub({"validate", shipped.string()});
   ASSERT_EQ(v.status, 0) << v.err;
   EXPECT_NE(v.out.find("16 points resolved (2 in --quick)"), std::string::npos) << v.out;
   const fs::path out = scratch_dir() / "scale";
-  const Result r = moehub({"sweep", shipped.string(), "--quick", "--out", out.string(), "--jobs", "2"});
+  const Result r =
+      moehub({"sweep", shipped.string(), "--quick", "--out", out.string(), "--jobs", "2", "--jobs-memory", "1GiB"});
   ASSERT_EQ(r.status, 0) << r.err;
   const auto rows = lines(slurp(out / "scale.csv"));
-  ASSERT_EQ(rows.size(), 17u);  // header + 2 points x 8 systems
+  ASSERT_EQ(rows.size(), 19u);  // header + 2 points x 9 systems
   EXPECT_EQ(rows[0].rfind("model,gpus,seq_length,imbalance,hardware,system,status,layer_us,", 0), 0u) << rows[0];
   for (size_t i = 1; i < rows.size(); ++i) EXPECT_NE(rows[i].find(",ok,"), std::string::npos) << rows[i];
   EXPECT_EQ(rows[1].rfind("deepseek-v3,8,16,0,h800-cluster,megatron-te,ok,", 0), 0u) << rows[1];
+  EXPECT_EQ(rows[4].rfind("deepseek-v3,8,16,0,h800-cluster,deepep,ok,", 0), 0u) << rows[4];
+  EXPECT_EQ(rows[9].rfind("deepseek-v3,8,16,0,h800-cluster,deepep-ll,ok,", 0), 0u) << rows[9];
+  EXPECT_NE(cells(rows[9])[7], cells(rows[4])[7]) << "the variant ran DeepEP's other kernels";
   EXPECT_TRUE(fs::exists(out / "scale-speedup.svg"));
+  const Result bad = moehub({"sweep", shipped.string(), "--quick", "--out", out.string(), "--jobs-memory", "lots"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_EQ(bad.err.rfind("moehub: error: --jobs-memory: 'lots': ", 0), 0u) << bad.err;
 }
 
 }  // namespace
