@@ -1,4 +1,4 @@
-// `moehub figures --out DIR [--quick] [--jobs N] [FIGURE...]`: runs the sweeps of the paper's
+// `moehub figures --out DIR [--quick] [--jobs N] [--jobs-memory SIZE] [FIGURE...]`: runs the sweeps of the paper's
 // Sections VI and VII from configs/experiments/, caches every run, and writes per figure a CSV,
 // an SVG and a PNG (gnuplot; a sweep file: its CSVs and [[plot]]s), plus RESULTS.md. How each
 // figure is computed: docs/figures.md. Under `mpirun -np N` (N > 1) rank 0 does all this and

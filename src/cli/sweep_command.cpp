@@ -1,4 +1,4 @@
-// `moehub sweep FILE [--out DIR] [--quick] [--jobs N] [--keep-going]`: runs a sweep file's
+// `moehub sweep FILE [--out DIR] [--quick] [--jobs N] [--jobs-memory SIZE] [--keep-going]`: runs a sweep file's
 // points (any parameter, crossed or zipped, over seeds) for its systems, caches every run, and
 // writes one tidy CSV row per (point, system), the seeds' spread and the file's plots.
 // Format: docs/figures.md.
