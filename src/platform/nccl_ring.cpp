@@ -28,6 +28,15 @@ NcclRing::NcclRing(Cluster& cluster, std::string name, RingSpec spec, NcclKernel
     }
   }
   for (const auto& c : chains_) stage_done_.emplace_back(c.stages.size(), 0);
+  const NetConfig& net = cluster.network().config();
+  for (size_t ci = 0; ci < chains_.size(); ++ci) {
+    chains_[ci].hops.resize(chains_[ci].stages.size());
+    for (size_t si = 0; si + 1 < chains_[ci].stages.size(); ++si) {
+      const int a = chains_[ci].stages[si].gpu;
+      const int b = chains_[ci].stages[si + 1].gpu;
+      if (net.scale_out() && a / net.gpus_per_node != b / net.gpus_per_node) add_hop(ci, si);
+    }
+  }
   for (int g = 0; g < cluster.gpus(); ++g) {
     if (participates(g)) ranks_[g].done_signal = cluster.gpu(g).create_signal(name_ + " done");
   }
@@ -59,6 +68,26 @@ void NcclRing::add_chain(const std::vector<int>& ring, size_t root_pos, uint32_t
   chains_.push_back(std::move(c));
 }
 
+void NcclRing::add_hop(size_t ci, size_t si) {
+  Chain& c = chains_[ci];
+  auto hop = std::make_unique<NcclNetHop>(cluster_.network(), cluster_.sim(), cluster_.nccl_proxies(), cluster_.nccl(),
+                                          c.stages[si].gpu, c.stages[si + 1].gpu, static_cast<uint64_t>(c.slices), c.slots);
+  hop->set_hooks(
+      [this, ci, si](uint64_t) {  // the tail is stored: the sending stage's part of the slice is done
+        ++chains_[ci].stages[si].landed;
+        maybe_stage_done(ci, si);
+      },
+      [this, ci, si](uint64_t) {  // the proxy polled the send: the slot is free
+        --chains_[ci].stages[si].slots_used;
+        try_pass(ci, si);
+      },
+      [this, ci, si](uint64_t) {
+        ++chains_[ci].stages[si + 1].received;
+        try_pass(ci, si + 1);
+      });
+  c.hops[si] = std::move(hop);
+}
+
 uint64_t NcclRing::slice_size(const Chain& c, int i) const {
   const uint64_t off = static_cast<uint64_t>(i) * c.slice_bytes;
   return std::min(c.slice_bytes, c.bytes - off);
@@ -71,6 +100,10 @@ void NcclRing::launch(int g, gpu::Stream& stream, Callback on_done) {
       [this, g] {
         if (ranks_[g].resident) return;
         ranks_[g].resident = cluster_.sim().now();
+        // The receiving proxies post their first receives as the rank's operation goes live.
+        for (const auto& [c, s] : ranks_[g].stages) {
+          if (s > 0 && chains_[c].hops[s - 1]) chains_[c].hops[s - 1]->open_receiver();
+        }
         for (const auto& [c, s] : ranks_[g].stages) try_pass(c, s);
       },
       ranks_[g].done_signal);
@@ -100,24 +133,32 @@ void NcclRing::passed(size_t ci, size_t si, int slice) {
   Stage& st = c.stages[si];
   st.busy = false;
   ++st.passed;
-  if (si > 0) {  // the slice has left the previous stage's slot
+  if (si > 0 && c.hops[si - 1]) {
+    c.hops[si - 1]->consumed();  // across nodes: the head store lets the proxy post a receive
+  } else if (si > 0) {  // the slice has left the previous stage's slot
     cluster_.sim().schedule_in(slot_return_, [this, ci, si] {
       --chains_[ci].stages[si - 1].slots_used;
       try_pass(ci, si - 1);
     });
   }
-  if (si + 1 < c.stages.size()) {
-    const int next = c.stages[si + 1].gpu;
-    cluster_.network().transfer(st.gpu, next, slice_size(c, slice), 0, [this, ci, si] {
-      Chain& ch = chains_[ci];
-      ++ch.stages[si].landed;
-      ++ch.stages[si + 1].received;
-      try_pass(ci, si + 1);
-      maybe_stage_done(ci, si);
-    });
-  }
+  if (si + 1 < c.stages.size()) send(ci, si, slice);
   try_pass(ci, si);
   maybe_stage_done(ci, si);
+}
+
+void NcclRing::send(size_t ci, size_t si, int slice) {
+  Chain& c = chains_[ci];
+  if (c.hops[si]) {
+    c.hops[si]->push(slice_size(c, slice));
+    return;
+  }
+  cluster_.network().transfer(c.stages[si].gpu, c.stages[si + 1].gpu, slice_size(c, slice), 0, [this, ci, si] {
+    Chain& ch = chains_[ci];
+    ++ch.stages[si].landed;
+    ++ch.stages[si + 1].received;
+    try_pass(ci, si + 1);
+    maybe_stage_done(ci, si);
+  });
 }
 
 void NcclRing::maybe_stage_done(size_t ci, size_t si) {

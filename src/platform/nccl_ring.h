@@ -28,6 +28,11 @@
 // stage has made its pass over the slice and its head update has crossed back. A sender may
 // fill a receiver's free slots before the receiver's kernel runs (the FIFO exists from
 // connection setup); a stage makes passes only while its rank's kernel is resident.
+// Across nodes a hop is NCCL's net transport through the proxy threads (net/nccl_net_hop.h,
+// one RDMA write per slice, NCCL_STEPS / sliceSteps slices in flight: net.cc:1347, 1567): the
+// pass writes the slice into the sender's own FIFO (or, with PXN, crosses NVLink to the relay's),
+// the sender's slot is free when the proxy has polled the send, and the receiver's proxy posts
+// receives from the receiving rank's kernel start and one more after each pass over a slice.
 // Simplifications: one CTA stands for the channels (as platform/nccl_group_call.h); the pass
 // and the crossing of one slice are sequential here, pipelined in the real CTA; a pass takes
 // its share of the GPU's HBM with no cap for the few SMs NCCL holds: one channel's CTA keeps
@@ -37,11 +42,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "gpu/stream.h"
+#include "net/nccl_net_hop.h"
 #include "platform/cluster.h"
 #include "platform/nccl_group_call.h"
 
@@ -90,6 +97,7 @@ class NcclRing {
     int slots = 1;  // slices a connection's FIFO holds
     int slices = 0;
     std::vector<Stage> stages;
+    std::vector<std::unique_ptr<NcclNetHop>> hops;  // per stage: to the next one across nodes
   };
   struct Rank {
     gpu::SignalId done_signal = 0;
@@ -100,6 +108,8 @@ class NcclRing {
   };
 
   void add_chain(const std::vector<int>& ring, size_t root_pos, uint32_t slice_steps);
+  void add_hop(size_t chain, size_t stage);  // stage -> stage + 1 across nodes
+  void send(size_t chain, size_t stage, int slice);
   uint64_t slice_size(const Chain& c, int i) const;
   void try_pass(size_t chain, size_t stage);
   void passed(size_t chain, size_t stage, int slice);

@@ -44,7 +44,8 @@ gpu::KernelSpec StreamCollective::kernel(int g, gpu::BlockShape shape,
 
 void StreamCollective::arrive() {
   if (++arrived_ < cluster_.gpus()) return;
-  all_to_all_ = std::make_unique<AllToAll>(cluster_.network(), cluster_.sim(), cluster_.nccl());
+  // On the run's proxy threads, which every NCCL call of the GPU shares (one per GPU).
+  all_to_all_ = std::make_unique<AllToAll>(cluster_.network(), cluster_.sim(), cluster_.nccl(), &cluster_.nccl_proxies());
   all_to_all_->start(bytes_, 0, [this] {
     for (int g = 0; g < cluster_.gpus(); ++g) cluster_.gpu(g).signal_add(done_[g], 1);
   });

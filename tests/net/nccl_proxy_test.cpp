@@ -15,6 +15,7 @@
 
 #include "net/collectives.h"
 #include "net/flow_network.h"
+#include "net/nccl_net_hop.h"
 #include "net/nccl_proxy.h"
 #include "net/net_test_util.h"
 
@@ -121,6 +122,45 @@ TEST(NcclProxy, ReceiverFlushAddsAnRdmaReadBeforeTheTail) {
   // The third step lands at 4961.00 when the receiver's thread is idle: poll 50, flush post
   // 100, read 600, poll 50, tail 300.
   EXPECT_NEAR(static_cast<double>(a2a.finish_time().ps()), static_cast<double>(plain.run() + 100000 + 600000 + 50000), 2.0);
+}
+
+// A ring hop (NcclNetHop) runs the same net transport: three 32 KiB slices from GPU 0 to GPU 2,
+// all ready at once, each consumed as soon as read, take to the picosecond what AllToAll's
+// connection of three 32 KiB steps takes (the hand sums above: 5311.00 ns with 8 slots,
+// 1350 + 2 x 4291.96 + 100 + 2191.96 + 50 + 300 ns with one).
+int64_t hop_of_three_slices(int slots, std::vector<int64_t>* posted = nullptr) {
+  Simulator sim;
+  FlowNetwork net(TwoNodeSend::fabric(), sim);
+  NcclProxies proxies(sim, 4);
+  NcclNetHop hop(net, sim, proxies, TwoNodeSend::nccl(slots), 0, 2, 3, slots);
+  int64_t last = 0;
+  hop.set_hooks([&](uint64_t) { if (posted) posted->push_back(sim.now().ps()); }, nullptr,
+                [&](uint64_t) {
+                  hop.consumed();
+                  last = sim.now().ps();
+                });
+  hop.open_receiver();
+  for (int k = 0; k < 3; ++k) hop.push(32 * 1024);
+  sim.run();
+  EXPECT_EQ(proxies.actions(0), 6u);  // three sends, three send completions
+  EXPECT_EQ(proxies.actions(2), 6u);  // three receives, three receive completions
+  return last;
+}
+
+TEST(NcclNetHop, ARingHopCrossesLikeAnAllToAllConnection) {
+  std::vector<int64_t> posted;
+  EXPECT_EQ(hop_of_three_slices(8, &posted), TwoNodeSend(8).run());
+  EXPECT_NEAR(static_cast<double>(hop_of_three_slices(8)), 1450000 + 3 * 659520 + 1532440 + 50000 + 300000, 2.0);
+  // The FIFO is the sender's own memory: every tail is stored at once (the kernel's part ends).
+  EXPECT_EQ(posted, (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(hop_of_three_slices(1), TwoNodeSend(1).run());
+}
+
+TEST(NcclNetHop, RefusesGpusOfOneNode) {
+  Simulator sim;
+  FlowNetwork net(TwoNodeSend::fabric(), sim);
+  NcclProxies proxies(sim, 4);
+  EXPECT_THROW(NcclNetHop(net, sim, proxies, TwoNodeSend::nccl(8), 0, 1, 1, 8), std::logic_error);
 }
 
 }  // namespace
