@@ -9,12 +9,14 @@
 //   rings, reduced there into the layer output).
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "config/param_table.h"
 #include "config/run_params.h"
+#include "gpu/gpu_config.h"
 #include "net/send_windows.h"
 #include "sim/error.h"
 #include "systems/deepep/deepep_functional.h"
@@ -653,6 +655,38 @@ std::optional<uint64_t> deepep_flow_messages_bound(const Config& c) {
   return bound;
 }
 
+// What DeepEP refuses by its own code before anything runs. Normal mode across nodes: a CTA
+// holds a warp group per node and per NVLink peer (start_internode), which the SM must hold
+// (gpu.max_blocks_per_sm); DeepEP's own normal internode kernels are instantiated for at most 20
+// nodes (SWITCH_RDMA_RANKS, csrc/kernels/launch.cuh), and at more it is the low-latency kernels
+// (pure RDMA, one warp group per expert) that run. Low-latency mode: every GPU's tokens must
+// fit its receive slots (deep_ep.cpp:1430 asserts num_tokens <= num_max_dispatch_tokens_per_rank,
+// a size the caller chooses and allocates the buffer by: get_low_latency_rdma_size_hint), and
+// the token partition gives GPU 0 the most, ceil(tokens / GPUs) (TokenPartition).
+std::pair<std::string, std::string> deepep_refusal(const Config& c) {
+  const DeepEpParams p = DeepEpParams::from(c);
+  const RunParams run = RunParams::from(c);
+  if (p.mode == DeepEpMode::LowLatency) {
+    const int64_t most = (run.tokens + run.gpus - 1) / std::max<int64_t>(run.gpus, 1);
+    if (most <= p.ll.max_dispatch_tokens) return {};
+    return {"systems.deepep.ll_max_dispatch_tokens_per_rank",
+            fmt::format("(low-latency) dispatches {} tokens from GPU 0, more than its {} receive slots per (expert, "
+                        "source); set it to at least {} (DeepEP's caller sizes the buffer by "
+                        "num_max_dispatch_tokens_per_rank)",
+                        most, p.ll.max_dispatch_tokens, most)};
+  }
+  const NetConfig net = NetConfig::from(c, static_cast<int>(run.gpus));
+  if (!net.scale_out()) return {};
+  const int64_t nodes = run.gpus / net.gpus_per_node, groups = nodes + net.gpus_per_node;
+  const uint32_t most = gpu::GpuConfig::from(c).max_blocks_per_sm;
+  if (most == 0 || groups <= most) return {};
+  return {"systems.deepep.mode",
+          fmt::format("(normal) internode kernels need {} warp groups per SM on {} nodes, more than "
+                      "gpu.max_blocks_per_sm ({}); DeepEP's own take at most 20 nodes, beyond which its "
+                      "low-latency kernels run: systems.deepep.mode=low-latency",
+                      groups, nodes, most)};
+}
+
 }  // namespace
 
 SystemEntry deepep_system_entry() {
@@ -666,6 +700,7 @@ SystemEntry deepep_system_entry() {
                 112,
                 true};
   e.flow_messages_bound = deepep_flow_messages_bound;
+  e.refusal = deepep_refusal;
   return e;
 }
 
