@@ -6,6 +6,7 @@
 
 #include "net/net_config.h"
 #include "net/send_windows.h"
+#include "platform/experiment.h"
 #include "platform/resource_estimate.h"
 #include "sim/error.h"
 #include "systems/system_registry.h"
@@ -195,6 +196,35 @@ TEST(ResourceEstimate, CometAndCcfuserCountTheLayersMessagesBelowTheirWindows) {
             workload + 12800u * 64 + 3 * collective + 160u * (56960 + 12134));
   EXPECT_EQ(estimate("ccfuser", "systems.ccfuser.tile_n=1024"),
             workload + 12800u * 64 + 3 * collective + 160u * (25776 + 12134));
+}
+
+// DeepEP's own limits are named before the estimate (run and verify call require_modelled
+// first) and `--systems all` skips it: normal mode's CTAs need a warp group per node and per
+// NVLink peer, 32 + 8 = 40 on 32 nodes against gpu.max_blocks_per_sm = 32 (24 nodes + 8 fit);
+// low-latency mode's receive slots (128) against ceil(tokens / GPUs).
+TEST(ResourceEstimate, DeepEpsOwnLimitsAreRefusalsNotMemory) {
+  const ParamRegistry registry = build_param_registry();
+  const auto why = [&](std::vector<std::string> a) {
+    a.insert(a.end(), {"net.gpus_per_node=8", "net.fidelity=flow"});
+    return missing_model(*find_system("deepep"), test::make_config(registry, a, test::ConfigBase::Defaults));
+  };
+  EXPECT_FALSE(why({"run.gpus=192", "run.tokens=192"}).has_value());
+  const std::optional<Unmodelled> normal = why({"run.gpus=256", "run.tokens=256"});
+  ASSERT_TRUE(normal.has_value());
+  EXPECT_EQ(normal->param, "systems.deepep.mode");
+  EXPECT_NE(normal->reason.find("40 warp groups per SM on 32 nodes"), std::string::npos) << normal->reason;
+  EXPECT_FALSE(why({"run.gpus=16", "run.tokens=2048", "systems.deepep.mode=low-latency"}).has_value());
+  const std::optional<Unmodelled> ll = why({"run.gpus=16", "run.tokens=2049", "systems.deepep.mode=low-latency"});
+  ASSERT_TRUE(ll.has_value());
+  EXPECT_EQ(ll->param, "systems.deepep.ll_max_dispatch_tokens_per_rank");
+  EXPECT_NE(ll->reason.find("dispatches 129 tokens from GPU 0, more than its 128 receive slots"), std::string::npos);
+  std::vector<const SystemEntry*> all{find_system("ideal"), find_system("deepep")};
+  const auto skipped = drop_unmodelled(all, test::make_config(registry, {"run.gpus=256", "run.tokens=256", "net.gpus_per_node=8",
+                                                                          "net.fidelity=flow"},
+                                                              test::ConfigBase::Defaults));
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0].first, "deepep");
+  EXPECT_EQ(all.size(), 1u);
 }
 
 TEST(ResourceEstimate, SeveralSystemsTakeTheCostliestOfStateAndMessages) {
