@@ -88,8 +88,10 @@ TEST(ResourceEstimate, FlowMessagesAreAPhasesOrWhatTheSystemsPathsAllow) {
   std::vector<std::string> ll = big;
   ll.push_back("systems.deepep.mode=low-latency");
   // Low-latency: whole (token, expert) messages posted without waiting, dispatch and combine
-  // 131072 each, and a count and a flag per (GPU, expert): 2 x 131072 + 2 x 16 x 8 = 262400.
-  EXPECT_EQ(estimate("deepep", ll), workload + 131072u * 112 + 160u * 262400);
+  // 131072 each, and a count and a flag per (GPU, expert): 2 x 131072 + 2 x 16 x 8 = 262400;
+  // each GPU's signals, a receive count per (local expert, source) and a finish counter and a
+  // flag per expert: 16 x 3 x 8 of 256 B.
+  EXPECT_EQ(estimate("deepep", ll), workload + 131072u * 112 + 16u * 3 * 8 * 256 + 160u * 262400);
   // Comet and CCFuser: their reads and stores ask each message's path (RemoteMemory, the store
   // port): the windows or what the layer sends, whichever is fewer. Their StreamCollectives are
   // all-to-alls over the 240 pairs (nccl_messages_bound): Comet's two all-gathers carry 4096

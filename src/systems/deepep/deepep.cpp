@@ -635,6 +635,22 @@ uint64_t deepep_ll_flow_messages_bound(const Config& c) {
   return 2 * tokens * static_cast<uint64_t>(m.top_k()) + 2 * static_cast<uint64_t>(w.gpus) * experts;
 }
 
+// What one GPU signal holds (gpu::Gpu::Signal, 88 B by sizeof on this build), twice for the
+// signal vector's doubling, plus its name's heap chunk (glibc: 48 B for the low-latency names of
+// 27-33 characters), rounded up.
+constexpr uint64_t kDeepEpSignalBytes = 256;
+
+// Low-latency mode: each GPU creates a receive count per (local expert, source rank), a finish
+// counter and a combine flag per expert (DeepEpLowLatency's constructor): 3 x the physical experts
+// per GPU (L x N = E). At 1024 GPUs 3.1 M signals, which the estimate missed: it was 2236 MiB
+// against a measured 2.8 GiB (lead, session 28).
+uint64_t deepep_state_bytes(const Config& c) {
+  if (DeepEpParams::from(c).mode != DeepEpMode::LowLatency) return 0;
+  const WorkloadConfig w = WorkloadConfig::from(c);
+  const auto experts = static_cast<uint64_t>(ModelShape::from(c).experts() + w.redundant_experts);
+  return static_cast<uint64_t>(w.gpus) * 3 * experts * kDeepEpSignalBytes;
+}
+
 // Normal mode: every store of its kernels goes through the GPU's store port, which asks the
 // store's own path's window (NetworkStorePort::pump); across nodes the RDMA puts and head atomics
 // are bulk transfers (DeepEpInternode::put, head_amo), which a sender issues only while its
@@ -701,6 +717,7 @@ SystemEntry deepep_system_entry() {
                 true};
   e.flow_messages_bound = deepep_flow_messages_bound;
   e.refusal = deepep_refusal;
+  e.state_bytes = deepep_state_bytes;
   return e;
 }
 
