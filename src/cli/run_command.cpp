@@ -81,6 +81,7 @@ int run(const CliContext& ctx, RunOptions& o) {
   // The routed workload of the simulated layer (bad shapes, placements or traces fail here).
   const ModelShape model = ModelShape::from(cfg);
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  require_modelled(systems, cfg);
   check_resources(cfg, model, systems, static_cast<unsigned>(std::min<size_t>(threads, systems.size())));
   const Workload workload = Workload::build(WorkloadConfig::from(cfg), model);
 

@@ -34,6 +34,7 @@ int verify(const CliContext& ctx, const VerifyOptions& o) {
   const Config cfg = build_config(ctx.catalog(), *ctx.registry, request);
   const auto [systems, skipped] = select_run_systems(cfg);
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  require_modelled(systems, cfg);
   check_resources(cfg, ModelShape::from(cfg), systems, static_cast<unsigned>(std::min<size_t>(threads, systems.size())));
   const Workload workload = Workload::build(WorkloadConfig::from(cfg), ModelShape::from(cfg));
 

@@ -58,28 +58,45 @@ KernelId Gpu::create_kernel(KernelSpec spec) {
   k->sm_count = spec.sms.count ? spec.sms.count : cfg_.sm_count - spec.sms.first;
   k->blocks = spec.persistent ? k->sm_count * per_sm : spec.blocks;
   k->registers_per_block = static_cast<uint64_t>(spec.shape.threads) * spec.shape.registers_per_thread;
-  k->times = KernelTimes{spec.name, k->blocks, sim_.now(), std::nullopt, std::nullopt};
+  // The name lives in the times only (they outlive the kernel's state).
+  k->times = KernelTimes{std::move(spec.name), k->blocks, sim_.now(), std::nullopt, std::nullopt};
   k->flags.assign(k->blocks, 0);
-  if (spec.shape.max_blocks_per_sm > 0) k->per_sm.assign(cfg_.sm_count, 0);
   k->spec = std::move(spec);
   kernels_.push_back(std::move(k));
+  done_times_.emplace_back();
   return kernels_.back()->id;
 }
 
 Gpu::Kernel& Gpu::kernel(KernelId id) {
   if (id >= kernels_.size()) throw std::logic_error(fmt::format("unknown kernel id {}", id));
+  if (!kernels_[id]) throw std::logic_error(fmt::format("kernel '{}' is complete", done_times_[id].name));
   return *kernels_[id];
+}
+
+Gpu::Kernel* Gpu::live_kernel(KernelId id) {
+  if (id >= kernels_.size()) throw std::logic_error(fmt::format("unknown kernel id {}", id));
+  return kernels_[id].get();
 }
 
 const KernelTimes& Gpu::kernel_times(KernelId id) const {
   if (id >= kernels_.size()) throw std::logic_error(fmt::format("unknown kernel id {}", id));
-  return kernels_[id]->times;
+  return kernels_[id] ? kernels_[id]->times : done_times_[id];
+}
+
+// Only where nothing refers to the kernel any more: complete() outside a dispatch pass, or the
+// end of the pass (drain_dispatch), whose active_ list held it until then.
+void Gpu::free_kernel(KernelId id) {
+  done_times_[id] = std::move(kernels_[id]->times);
+  kernels_[id].reset();
 }
 
 void Gpu::start_kernel(KernelId id, Callback on_complete) {
-  Kernel& k = kernel(id);
+  Kernel* live = live_kernel(id);
+  if (!live) throw std::logic_error(fmt::format("kernel '{}' launched twice", done_times_[id].name));
+  Kernel& k = *live;
   if (k.active || k.done) throw std::logic_error(fmt::format("kernel '{}' launched twice", k.times.name));
   k.active = true;
+  if (k.spec.shape.max_blocks_per_sm > 0) k.per_sm.assign(cfg_.sm_count, 0);
   k.stream_done = std::move(on_complete);
   k.times.started = sim_.now();
   if (trace_) {
@@ -222,8 +239,13 @@ void Gpu::drain_dispatch() {
       }
     }
   }
+  std::vector<KernelId> done;
+  for (const Kernel* k : active_) {
+    if (k->done) done.push_back(k->id);
+  }
   active_.erase(std::remove_if(active_.begin(), active_.end(), [](const Kernel* k) { return k->done; }), active_.end());
   dispatching_ = false;
+  for (KernelId id : done) free_kernel(id);
 }
 
 void Gpu::maybe_complete(Kernel& k) {
@@ -235,21 +257,27 @@ void Gpu::complete(Kernel& k) {
   k.times.ended = sim_.now();
   ++n_.kernels;
   trace_flush(k);
-  if (!dispatching_) {
+  // Inside a dispatch pass active_ keeps the kernel until the pass ends, which frees it.
+  const bool in_pass = dispatching_;
+  if (!in_pass) {
     active_.erase(std::remove(active_.begin(), active_.end(), &k), active_.end());
   }
   k.released.clear();
   k.gated.clear();
+  const KernelId id = k.id;
   Callback on_done = std::move(k.spec.on_done);
   Callback stream_done = std::move(k.stream_done);
   if (on_done) on_done();
   if (stream_done) stream_done();
+  if (!in_pass) free_kernel(id);
 }
 
 void Gpu::release(KernelId id, uint32_t block) {
-  Kernel& k = kernel(id);
-  if (block >= k.blocks) throw std::logic_error(fmt::format("kernel '{}': no block {}", k.times.name, block));
-  if (k.done) return;
+  const KernelTimes& t = kernel_times(id);
+  if (block >= t.blocks) throw std::logic_error(fmt::format("kernel '{}': no block {}", t.name, block));
+  Kernel* live = live_kernel(id);
+  if (!live || live->done) return;
+  Kernel& k = *live;
   uint8_t& f = k.flags[block];
   if (!(f & kGated)) {
     f |= kPreReleased;
@@ -266,9 +294,11 @@ void Gpu::release(KernelId id, uint32_t block) {
 }
 
 void Gpu::retire(KernelId id, uint32_t block) {
-  Kernel& k = kernel(id);
-  if (block >= k.blocks) throw std::logic_error(fmt::format("kernel '{}': no block {}", k.times.name, block));
-  if (k.done) throw std::logic_error(fmt::format("kernel '{}': retire after completion", k.times.name));
+  const KernelTimes& t = kernel_times(id);
+  if (block >= t.blocks) throw std::logic_error(fmt::format("kernel '{}': no block {}", t.name, block));
+  Kernel* live = live_kernel(id);
+  if (!live || live->done) throw std::logic_error(fmt::format("kernel '{}': retire after completion", t.name));
+  Kernel& k = *live;
   uint8_t& f = k.flags[block];
   if (f & (kRetired | kStarted)) {
     throw std::logic_error(fmt::format("kernel '{}': block {} already {}", k.times.name, block,
@@ -317,7 +347,7 @@ void Gpu::signal_add(SignalId id, int64_t delta) {
     std::pop_heap(s.waiters.begin(), s.waiters.end(), cmp);
     const HardwareWaiter w = s.waiters.back();
     s.waiters.pop_back();
-    unpark(kernel(w.kernel), w.state, w.since);
+    if (Kernel* k = live_kernel(w.kernel)) unpark(*k, w.state, w.since);  // else complete: retired while parked
     released = true;
   }
   const auto poll_cmp = [](const PollWaiter& a, const PollWaiter& b) { return a.after(b); };

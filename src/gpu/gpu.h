@@ -145,6 +145,13 @@ class Gpu {
 
   // Dispatch (gpu.cpp).
   Kernel& kernel(KernelId id);
+  // The kernel's record while it is not complete; null once complete (its state is freed and
+  // only its times stay, in done_times_).
+  Kernel* live_kernel(KernelId id);
+  bool known_kernel(KernelId id) const { return id < kernels_.size(); }
+  // Frees a completed kernel's state, keeping its times: a run that enqueues many kernels up
+  // front (FasterMoE: about 28 per step and GPU) would otherwise hold every one to the end.
+  void free_kernel(KernelId id);
   bool fits(const Kernel& k, uint32_t sm) const;
   bool next_candidate(Kernel& k);
   void place(Kernel& k, uint32_t sm);
@@ -194,7 +201,8 @@ class Gpu {
   LoadPort* load_port_ = nullptr;
 
   std::vector<Sm> sms_;
-  std::vector<std::unique_ptr<Kernel>> kernels_;  // indexed by KernelId
+  std::vector<std::unique_ptr<Kernel>> kernels_;  // indexed by KernelId; null once complete and freed
+  std::vector<KernelTimes> done_times_;           // indexed by KernelId: a freed kernel's times
   std::vector<Kernel*> active_;                   // started, not complete, in start order
   std::deque<Stream> streams_;
   std::deque<StreamEvent> events_;

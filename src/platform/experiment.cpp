@@ -178,7 +178,19 @@ std::optional<Unmodelled> missing_model(const SystemEntry& system, const Config&
   if (tp > 1 && system.tp_refusal) {
     if (std::string why = system.tp_refusal(config); !why.empty()) return Unmodelled{"parallel.tp", std::move(why)};
   }
+  if (system.refusal) {
+    auto [param, why] = system.refusal(config);
+    if (!why.empty()) return Unmodelled{std::move(param), std::move(why)};
+  }
   return std::nullopt;
+}
+
+void require_modelled(const std::vector<const SystemEntry*>& systems, const Config& config) {
+  for (const SystemEntry* s : systems) {
+    if (const std::optional<Unmodelled> why = missing_model(*s, config)) {
+      throw UserError(why->param, fmt::format("system '{}' {}", s->name, why->reason));
+    }
+  }
 }
 
 std::vector<std::pair<std::string, std::string>> drop_unmodelled(std::vector<const SystemEntry*>& systems,
@@ -200,10 +212,8 @@ std::vector<SystemOutcome> run_experiment(const Config& config, const Workload& 
                                           const std::vector<const SystemEntry*>& systems,
                                           const ExperimentOptions& options) {
   // A system that cannot hold the workload fails now, not after the others have run.
+  require_modelled(systems, config);
   for (const SystemEntry* s : systems) {
-    if (const std::optional<Unmodelled> why = missing_model(*s, config)) {
-      throw UserError(why->param, fmt::format("system '{}' {}", s->name, why->reason));
-    }
     const std::unique_ptr<MoeSystem> system = s->make(config);
     const std::optional<Workload> own = system->own_workload(workload);
     system->check(config, own ? *own : workload);

@@ -49,6 +49,10 @@ struct Unmodelled {
   std::string reason;
 };
 std::optional<Unmodelled> missing_model(const SystemEntry& system, const Config& config);
+// Throws UserError (the parameter, "system '<name>' <reason>") for the first system that
+// missing_model refuses; run and verify call it before the memory estimate, whose refusal a
+// raised budget would only trade for this one.
+void require_modelled(const std::vector<const SystemEntry*>& systems, const Config& config);
 
 // Removes from `systems` those without a model of this configuration and returns them as
 // "name" -> reason, in registry order; `all` then means every system that applies.

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/config.h"
@@ -63,6 +64,11 @@ struct SystemEntry {
   // With it, where the system's own parameters decide: the whole reason it refuses this
   // configuration's parallel.tp > 1 (empty: it runs it). Null: every parallel.tp runs.
   std::string (*tp_refusal)(const Config&) = nullptr;
+  // Where the system's own code refuses this configuration at any parallel.tp (its kernels' node
+  // limit, buffers sized by a parameter): {the parameter to change, the whole reason, worded after
+  // "system '<name>'"}, or an empty reason: it runs. Checked before the memory estimate.
+  // Null: none.
+  std::pair<std::string, std::string> (*refusal)(const Config&) = nullptr;
   // At flow fidelity: the most messages the system can have accepted by the network and not yet
   // delivered at once, from its paths' own limits (send windows, NCCL's FIFO slots); nullopt
   // where nothing below a phase's messages bounds them (platform/resource_estimate.cpp). Null:

@@ -1,11 +1,13 @@
 #include "platform/overlap_common.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "config/run_params.h"
 #include "gpu/block_program.h"
 #include "gpu/gpu_config.h"
 #include "net/send_windows.h"
+#include "platform/resource_estimate.h"
 
 namespace moehub {
 
@@ -55,11 +57,19 @@ void host_to_device_copy(Cluster& cluster, int g, gpu::Stream& stream, std::stri
   cluster.host(g).copy(stream, std::move(label), bytes, false);
 }
 
-uint64_t overlap_flow_messages_bound(const Config& c, int collectives) {
+uint64_t overlap_flow_messages_bound(const Config& c, int collectives, long double pair_bytes, long double layer_messages) {
   const int64_t gpus = RunParams::from(c).gpus;
   const NetConfig net = NetConfig::from(c, static_cast<int>(gpus));
-  return SendWindows::most_outstanding(net) +
-         static_cast<uint64_t>(collectives) * nccl_most_chunks_in_flight(NcclConfig::from(c), gpus);
+  const long double windows = static_cast<long double>(SendWindows::most_outstanding(net));
+  const long double most = std::min(windows, std::max(layer_messages, 0.0L));
+  const long double pairs = static_cast<long double>(gpus) * static_cast<long double>(gpus - 1);
+  return static_cast<uint64_t>(most) +
+         nccl_messages_bound(NcclConfig::from(c), pairs * std::max(collectives, 0), pairs * pair_bytes);
+}
+
+uint64_t overlap_state_bytes(const Config& c, int collectives) {
+  const auto gpus = static_cast<uint64_t>(std::max<int64_t>(RunParams::from(c).gpus, 1));
+  return static_cast<uint64_t>(std::max(collectives, 0)) * (gpus * (gpus - 1) * kNcclPairBytes + gpus * gpus * sizeof(uint64_t));
 }
 
 }  // namespace moehub

@@ -48,9 +48,18 @@ class StreamCollective {
 void host_to_device_copy(Cluster& cluster, int g, gpu::Stream& stream, std::string label, uint64_t bytes);
 
 // run.memory_budget's bound on the flow messages of a system built from these pieces
-// (SystemEntry::flow_messages_bound): its remote reads (RemoteMemory) and stores (the GPU's store
-// port) ask each message's own path's window, so SendWindows::most_outstanding; each of its
-// `collectives` StreamCollectives is an NCCL all-to-all with nccl_most_chunks_in_flight.
-uint64_t overlap_flow_messages_bound(const Config& c, int collectives);
+// (SystemEntry::flow_messages_bound). Its remote reads (RemoteMemory) and stores (the GPU's store
+// port) ask each message's own path's window, so at most SendWindows::most_outstanding of them
+// are out at once; and no more than the system sends in the whole layer, `layer_messages` (at
+// flow fidelity a store or a read's request or response is one message of up to 4 GiB,
+// FlowNetwork::message_limit): the smaller of the two. Its `collectives` StreamCollectives are
+// NCCL all-to-alls over every ordered pair carrying `pair_bytes` per pair in all of them
+// (nccl_messages_bound).
+uint64_t overlap_flow_messages_bound(const Config& c, int collectives, long double pair_bytes, long double layer_messages);
+// What its `collectives` StreamCollectives hold for the system's life: each keeps an AllToAll
+// over every ordered pair of GPUs (a connection per pair, its slots' fence flags) and the pair
+// byte matrix, counted at kNcclPairBytes a pair (measured for a group call's pair, whose own
+// AllToAll object a StreamCollective's pairs share, so an upper bound).
+uint64_t overlap_state_bytes(const Config& c, int collectives);
 
 }  // namespace moehub

@@ -44,7 +44,8 @@ uint64_t nccl_messages_bound(const NcclConfig& cfg, long double pairs, long doub
 // or not.
 constexpr uint64_t kNcclPairBytes = 400;
 // What one enqueued kernel holds (Gpu::create_kernel, the same heaptrack: 184.71 MB over 449190
-// kernels, 411 B), rounded up; the GPU keeps every kernel of the layer.
+// kernels, 411 B), rounded up; the GPU keeps a kernel until it completes (then only its times),
+// so a system that enqueues its whole layer up front holds every kernel at its start.
 constexpr uint64_t kKernelBytes = 416;
 
 // `concurrent`: systems simulated at the same time (each holds its own per-row state; the

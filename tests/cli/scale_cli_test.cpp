@@ -151,7 +151,14 @@ TEST(CliScale, DeepEpLowLatencyVerifiesOnTwoNodesAndRefusesTooManyTokens) {
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("deepep         PASS"), std::string::npos) << r.out;
   expect_bad_input({"run", "--systems", "deepep", "--set", "systems.deepep.mode=low-latency"},
-                   "systems.deepep.ll_max_dispatch_tokens_per_rank: GPU 0 dispatches 1024 tokens, more than the receive slots");
+                   "systems.deepep.ll_max_dispatch_tokens_per_rank: system 'deepep' (low-latency) dispatches 1024 tokens "
+                   "from GPU 0, more than its 128 receive slots per (expert, source); set it to at least 1024");
+  // Normal mode on 32 nodes: DeepEP's CTAs would need 32 + 8 warp groups per SM (at most 32);
+  // named before the memory estimate, which a raised budget would only trade for this.
+  expect_bad_input({"run", "--hardware", "h800-cluster", "--gpus", "256", "--model", "deepseek-v3", "--tokens", "65536",
+                    "--systems", "deepep"},
+                   "systems.deepep.mode: system 'deepep' (normal) internode kernels need 40 warp groups per SM on 32 "
+                   "nodes, more than gpu.max_blocks_per_sm (32)");
   expect_bad_input({"run", "--systems", "deepep", "--set", "systems.deepep.mode=fast"},
                    "systems.deepep.mode: must be one of normal, low-latency, got 'fast'");
 }

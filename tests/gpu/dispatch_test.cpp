@@ -120,6 +120,45 @@ TEST(Dispatch, GatedBlocksRunOnlyWhenReleasedAndRetiredOnesNever) {
   EXPECT_EQ(gpu.counters().blocks_retired, 2u);
 }
 
+// A completed kernel's state is freed (FasterMoE enqueues about 28 kernels per step and GPU up
+// front); its times stay, a release is a no-op and a retire an error, as before.
+TEST(Dispatch, ACompletedKernelKeepsOnlyItsTimes) {
+  Simulator sim;
+  Gpu gpu(sim, h800());
+  auto program = std::make_shared<StepListProgram>(std::vector<Step>{Step::compute(Time::from_us(1))});
+  const std::weak_ptr<BlockProgram> watch = program;
+  // Zero-step blocks end while the dispatcher places them (inside its pass), the others later.
+  auto empty = std::make_shared<StepListProgram>(std::vector<Step>{});
+  const std::weak_ptr<BlockProgram> watch_empty = empty;
+  Stream& s = gpu.create_stream("s");
+  const KernelId id = s.launch(kernel("k", 3, {128, 0, 0, 0}, std::move(program)));
+  const KernelId none = s.launch(kernel("empty", 2, {128, 0, 0, 0}, std::move(empty)));
+  // A block parked in a hardware wait and retired: its signal fires after the kernel is gone.
+  const SignalId flag = gpu.create_signal("flag");
+  const KernelId parked = gpu.create_kernel(kernel(
+      "parked", 2, {128, 0, 0, 0}, std::make_shared<StepListProgram>(std::vector<Step>{Step::wait(flag, 1, WaitMode::Hardware)})));
+  gpu.create_stream("t").launch(parked);
+  sim.schedule_at(Time::from_us(3), [&] {
+    gpu.retire(parked, 0);
+    gpu.retire(parked, 1);
+  });
+  sim.schedule_at(Time::from_us(4), [&] { gpu.signal_add(flag, 1); });
+  sim.run();
+  EXPECT_TRUE(watch.expired());
+  EXPECT_TRUE(watch_empty.expired());
+  EXPECT_EQ(gpu.kernel_times(id).name, "k");
+  EXPECT_EQ(gpu.kernel_times(id).blocks, 3u);
+  EXPECT_EQ(gpu.kernel_times(id).ended->ps(), kLaunchGapPs + 1000000);
+  EXPECT_EQ(gpu.kernel_times(none).ended->ps(), 2 * kLaunchGapPs + 1000000);
+  EXPECT_EQ(gpu.kernel_times(parked).ended->ps(), 3000000);
+  EXPECT_NO_THROW(gpu.release(id, 2));
+  EXPECT_THROW(gpu.release(id, 3), std::logic_error);
+  EXPECT_THROW(gpu.retire(id, 0), std::logic_error);
+  EXPECT_EQ(gpu.counters().kernels, 3u);
+  s.launch(id);
+  EXPECT_THROW(sim.run(), std::logic_error);  // launched twice
+}
+
 TEST(Dispatch, HardwareWaitsReleaseInThresholdOrder) {
   Simulator sim;
   Gpu gpu(sim, h800());

@@ -6,6 +6,7 @@
 
 #include "net/net_config.h"
 #include "net/send_windows.h"
+#include "platform/experiment.h"
 #include "platform/resource_estimate.h"
 #include "sim/error.h"
 #include "systems/system_registry.h"
@@ -87,16 +88,28 @@ TEST(ResourceEstimate, FlowMessagesAreAPhasesOrWhatTheSystemsPathsAllow) {
   std::vector<std::string> ll = big;
   ll.push_back("systems.deepep.mode=low-latency");
   // Low-latency: whole (token, expert) messages posted without waiting, dispatch and combine
-  // 131072 each, and a count and a flag per (GPU, expert): 2 x 131072 + 2 x 16 x 8 = 262400.
-  EXPECT_EQ(estimate("deepep", ll), workload + 131072u * 112 + 160u * 262400);
+  // 131072 each, and a count and a flag per (GPU, expert): 2 x 131072 + 2 x 16 x 8 = 262400;
+  // each GPU's signals, a receive count per (local expert, source) and a finish counter and a
+  // flag per expert: 16 x 3 x 8 of 256 B.
+  EXPECT_EQ(estimate("deepep", ll), workload + 131072u * 112 + 16u * 3 * 8 * 256 + 160u * 262400);
   // Comet and CCFuser: their reads and stores ask each message's path (RemoteMemory, the store
-  // port): the windows, plus 7680 chunks per StreamCollective, Comet 5 (two all-gathers, three
-  // barriers: after GEMM1, before and after layer1), CCFuser 3 (the count all-gather, two barriers).
-  EXPECT_EQ(estimate("comet", big), workload + 131072u * 240 + 160u * (434208 + 5 * 7680));
+  // port): the windows or what the layer sends, whichever is fewer. Their StreamCollectives are
+  // all-to-alls over the 240 pairs (nccl_messages_bound): Comet's two all-gathers carry 4096
+  // tokens x top-2 picks per pair, 2 B probabilities and 8 B indices (81920 B), and its three
+  // barriers (after GEMM1, before and after layer1) a flag each: 240 x 81944 = 19666560 B, 5 x 240
+  // pairs + 38 chunks + 301 parts = 1539; with gets a fourth barrier: 240 x 81952 B, 1440 + 38 +
+  // 301 = 1779. CCFuser's count all-gather (8 experts x 8 B) and two barriers: 240 x 80 B, 720 +
+  // 1 + 1 = 722. Each StreamCollective keeps 240 pairs of 400 B and 16 x 16 pair sizes of 8 B:
+  // 98048 B. Comet's layer: 131072 dispatch stores + 131072 x 8 column splits of combine stores,
+  // above the windows, as with gets (16 GPUs x a request and a response at once + the combine).
+  const uint64_t collective = 240u * 400 + 256 * 8;
+  EXPECT_EQ(estimate("comet", big), workload + 131072u * 240 + 5 * collective + 160u * (434208 + 1539));
   std::vector<std::string> gets = big;
   gets.push_back("systems.comet.dispatch=copy_engine_gets");
-  EXPECT_EQ(estimate("comet", gets), workload + 131072u * 240 + 160u * (434208 + 6 * 7680));
-  EXPECT_EQ(estimate("ccfuser", big), workload + 131072u * 64 + 160u * (434208 + 3 * 7680));
+  EXPECT_EQ(estimate("comet", gets), workload + 131072u * 240 + 6 * collective + 160u * (434208 + 1779));
+  // CCFuser's layer: 131072 rows / 64 + 8 experts x 16 sources = 2176 blocks, each a read (request
+  // and response) and 4096 / 512 = 8 result stores: 21760, below the windows.
+  EXPECT_EQ(estimate("ccfuser", big), workload + 131072u * 64 + 3 * collective + 160u * (21760 + 722));
   // Ideal moves nothing between GPUs.
   EXPECT_EQ(estimate("ideal", big), workload + 131072u * 24);
   // 1000 tokens: a phase (2000 rows x 64 = 128000 messages) is below the windows.
@@ -150,6 +163,70 @@ TEST(ResourceEstimate, NcclSystemsCountPairsAndBytesNotEveryConnectionFull) {
   // x 64 experts x 26 x 8192 B, scatter and gather, plus 64 x 64 indices of 4 B: 1744846848 B,
   // 3329 chunks, 26625 parts; 3 calls x 4032 pairs.
   EXPECT_EQ(estimate("tutel"), workload + 12800u * 64 + pairs + 160u * (12096 + 3329 + 26625));
+}
+
+// The same 64 GPUs x 100 tokens: Comet and CCFuser send fewer messages in the layer than their
+// windows allow (64 GPUs x (8705 + 10241 NVLink + 56 remote x 1024 NIC) = 4882560), so the
+// layer's count bounds them. Each StreamCollective keeps 4032 pairs of 400 B and 64 x 64 sizes
+// of 8 B. Their NCCL messages (nccl_messages_bound): Comet 100 tokens x 2 picks x (2 + 8) B and
+// 3 flags per pair, 4032 x 2024 = 8160768 B: 5 x 4032 pairs + 16 chunks + 125 parts = 20301;
+// with gets 4 flags, 4032 x 2032 = 8193024 B: 24192 + 16 + 126 = 24334. CCFuser 64 physical
+// experts x 8 B and 2 flags, 4032 x 528 = 2128896 B: 12096 + 5 + 33 = 12134.
+TEST(ResourceEstimate, CometAndCcfuserCountTheLayersMessagesBelowTheirWindows) {
+  const ParamRegistry registry = build_param_registry();
+  const auto estimate = [&](const char* system, const char* more) {
+    const Config c = test::make_config(registry, {"run.gpus=64", "net.gpus_per_node=8", "net.fidelity=flow",
+                                                  "run.tokens=6400", "workload.redundant_experts=56", more},
+                                       test::ConfigBase::Defaults);
+    return estimate_resources(c, ModelShape::from(c), {find_system(system)}, 1).memory_bytes;
+  };
+  const uint64_t workload = 10485760u + 64u * 1048576 + 6400u * 8 + 12800u * 8;
+  const uint64_t collective = 4032u * 400 + 4096 * 8;
+  // Comet: 12800 dispatch stores and 12800 x 8 combine stores.
+  EXPECT_EQ(estimate("comet", "run.seed=0"), workload + 12800u * 240 + 5 * collective + 160u * (12800 * 9 + 20301));
+  // With copy-engine gets: 64 GPUs x one get (a request and a response of 6400 x 8192 B < 4 GiB).
+  EXPECT_EQ(estimate("comet", "systems.comet.dispatch=copy_engine_gets"),
+            workload + 12800u * 240 + 6 * collective + 160u * (128 + 12800 * 8 + 24334));
+  // Two column splits: 12800 x 3.
+  EXPECT_EQ(estimate("comet", "systems.comet.column_splits=2"),
+            workload + 12800u * 240 + 5 * collective + 160u * (12800 * 3 + 20301));
+  // CCFuser: 12800 / 64 = 200 blocks + 64 physical experts x 64 sources = 4296 blocks, each a read
+  // and 8 result stores: 42960; with 8-row blocks 1600 + 4096 = 5696, x 10 = 56960; with
+  // 1024-wide tiles 4296 x (2 + 4) = 25776.
+  EXPECT_EQ(estimate("ccfuser", "run.seed=0"), workload + 12800u * 64 + 3 * collective + 160u * (42960 + 12134));
+  EXPECT_EQ(estimate("ccfuser", "systems.ccfuser.block_rows=8"),
+            workload + 12800u * 64 + 3 * collective + 160u * (56960 + 12134));
+  EXPECT_EQ(estimate("ccfuser", "systems.ccfuser.tile_n=1024"),
+            workload + 12800u * 64 + 3 * collective + 160u * (25776 + 12134));
+}
+
+// DeepEP's own limits are named before the estimate (run and verify call require_modelled
+// first) and `--systems all` skips it: normal mode's CTAs need a warp group per node and per
+// NVLink peer, 32 + 8 = 40 on 32 nodes against gpu.max_blocks_per_sm = 32 (24 nodes + 8 fit);
+// low-latency mode's receive slots (128) against ceil(tokens / GPUs).
+TEST(ResourceEstimate, DeepEpsOwnLimitsAreRefusalsNotMemory) {
+  const ParamRegistry registry = build_param_registry();
+  const auto why = [&](std::vector<std::string> a) {
+    a.insert(a.end(), {"net.gpus_per_node=8", "net.fidelity=flow"});
+    return missing_model(*find_system("deepep"), test::make_config(registry, a, test::ConfigBase::Defaults));
+  };
+  EXPECT_FALSE(why({"run.gpus=192", "run.tokens=192"}).has_value());
+  const std::optional<Unmodelled> normal = why({"run.gpus=256", "run.tokens=256"});
+  ASSERT_TRUE(normal.has_value());
+  EXPECT_EQ(normal->param, "systems.deepep.mode");
+  EXPECT_NE(normal->reason.find("40 warp groups per SM on 32 nodes"), std::string::npos) << normal->reason;
+  EXPECT_FALSE(why({"run.gpus=16", "run.tokens=2048", "systems.deepep.mode=low-latency"}).has_value());
+  const std::optional<Unmodelled> ll = why({"run.gpus=16", "run.tokens=2049", "systems.deepep.mode=low-latency"});
+  ASSERT_TRUE(ll.has_value());
+  EXPECT_EQ(ll->param, "systems.deepep.ll_max_dispatch_tokens_per_rank");
+  EXPECT_NE(ll->reason.find("dispatches 129 tokens from GPU 0, more than its 128 receive slots"), std::string::npos);
+  std::vector<const SystemEntry*> all{find_system("ideal"), find_system("deepep")};
+  const auto skipped = drop_unmodelled(all, test::make_config(registry, {"run.gpus=256", "run.tokens=256", "net.gpus_per_node=8",
+                                                                          "net.fidelity=flow"},
+                                                              test::ConfigBase::Defaults));
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0].first, "deepep");
+  EXPECT_EQ(all.size(), 1u);
 }
 
 TEST(ResourceEstimate, SeveralSystemsTakeTheCostliestOfStateAndMessages) {

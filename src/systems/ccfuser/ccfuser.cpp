@@ -20,6 +20,7 @@
 // docs/systems/ccfuser.md lists every constant and its source.
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 #include <memory>
 #include <unordered_map>
@@ -27,6 +28,7 @@
 #include "gpu/memory_kernel.h"
 #include "systems/ccfuser/ccfuser_functional.h"
 #include "systems/ccfuser/ccfuser_plan.h"
+#include "moe/workload.h"
 #include "platform/fastmoe_ops.h"
 #include "platform/moe_system.h"
 #include "platform/overlap_common.h"
@@ -379,6 +381,32 @@ class CcfuserSystem final : public MoeSystem {
 
 }  // namespace
 
+namespace {
+
+constexpr int kCcfuserCollectives = 3;  // the count all-gather and two barriers (start())
+
+// What ccfuser sends in a layer, at flow fidelity one message per store or read request or
+// response (overlap_flow_messages_bound). The plan cuts each (physical expert, source GPU) row
+// range into blocks of block_rows (CcfuserPlan), so there are at most rows / block_rows + ranges
+// blocks, and never more than the rows; ranges: at most physical experts x GPUs. A remote
+// block is fetched with one read (a request and a response) and returns its GEMM2 result as one
+// store per column tile of the hidden width (ceil(hidden / tile_n)).
+std::optional<uint64_t> ccfuser_flow_messages_bound(const Config& c) {
+  const CcfuserParams p = CcfuserParams::from(c);
+  const WorkloadConfig w = WorkloadConfig::from(c);
+  const ModelShape m = ModelShape::from(c);
+  const long double rows = static_cast<long double>(w.tokens) * static_cast<long double>(m.top_k());
+  const long double ranges = static_cast<long double>(m.experts() + w.redundant_experts) * static_cast<long double>(w.gpus);
+  const long double blocks =
+      std::min(rows, std::ceil(rows / static_cast<long double>(std::max<int64_t>(p.block_rows, 1))) + std::min(rows, ranges));
+  const long double tiles = std::ceil(static_cast<long double>(m.hidden) / static_cast<long double>(std::max<int64_t>(p.tile_n, 1)));
+  // Per pair: the int64 expert counts (at most the physical experts) and a flag per barrier.
+  const long double pair_bytes = static_cast<long double>(m.experts() + w.redundant_experts) * 8 + 8.0L * 2;
+  return overlap_flow_messages_bound(c, kCcfuserCollectives, pair_bytes, blocks * (2 + tiles));
+}
+
+}  // namespace
+
 SystemEntry ccfuser_system_entry() {
   SystemEntry e{"ccfuser", "CCFuser (PPoPP'25): GEMM thread blocks pull rows from peer memory, fused with the all-to-all",
                 CcfuserParams::declare,
@@ -387,8 +415,8 @@ SystemEntry ccfuser_system_entry() {
                 // docs/systems/ep-tp.md
                 "CCFuser's MixMOE partitions whole experts over world_size ranks and takes no process group "
                 "(WongHuLin/CCFuser @3e1990e mix_moe/mix_moe/layers.py L33-60)"};
-  // The count all-gather and two barriers (start()).
-  e.flow_messages_bound = [](const Config& c) -> std::optional<uint64_t> { return overlap_flow_messages_bound(c, 3); };
+  e.flow_messages_bound = ccfuser_flow_messages_bound;
+  e.state_bytes = [](const Config& c) -> uint64_t { return overlap_state_bytes(c, kCcfuserCollectives); };
   return e;
 }
 

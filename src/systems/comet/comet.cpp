@@ -15,6 +15,7 @@
 // docs/systems/comet.md lists every constant and its source.
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 #include <memory>
 
@@ -22,6 +23,7 @@
 #include "systems/comet/comet_functional.h"
 #include "systems/comet/comet_plan.h"
 #include "systems/comet/comet_router.h"
+#include "moe/workload.h"
 #include "platform/moe_system.h"
 #include "platform/overlap_common.h"
 #include "platform/remote_memory.h"
@@ -502,17 +504,51 @@ class CometSystem final : public MoeSystem {
 
 }  // namespace
 
+namespace {
+
+// Two all-gathers and three barriers, a fourth with copy-engine gets (start()).
+int comet_collectives(const Config& c) {
+  return CometParams::from(c).dispatch == CometParams::Dispatch::CopyEngineGets ? 6 : 5;
+}
+
+// What comet sends in a layer, at flow fidelity one message per store or read request or
+// response (overlap_flow_messages_bound). Dispatch: a comm block stores each row it sends to
+// another GPU once (dispatch_comm_kernel: one job per row of a destination's buffer, at most the
+// rows); with copy-engine gets each GPU has one get out at a time (get_next), a request and a
+// response of up to 4 GiB each. Combine: per (token, GPU holding its rows) one store per column
+// split (combine_kernel), at most the rows x splits. Rows: tokens x top_k x parallel.tp (the
+// physical slots, moe/tp_layout.h).
+std::optional<uint64_t> comet_flow_messages_bound(const Config& c) {
+  const CometParams p = CometParams::from(c);
+  const WorkloadConfig w = WorkloadConfig::from(c);
+  const ModelShape m = ModelShape::from(c);
+  const long double rows = static_cast<long double>(w.tokens) * static_cast<long double>(m.top_k()) *
+                           static_cast<long double>(std::max<int64_t>(w.tp, 1));
+  long double dispatch = rows;
+  if (p.dispatch == CometParams::Dispatch::CopyEngineGets) {
+    const long double get = static_cast<long double>(w.tokens) * static_cast<long double>(m.row_bytes());
+    dispatch = static_cast<long double>(w.gpus) * 2 * (1 + std::floor(get / 4294967296.0L));
+  }
+  const long double combine = rows * static_cast<long double>(std::max<int64_t>(p.column_splits, 1));
+  // Per pair: the probabilities (dtype) and int64 indices of the sender's top-k picks (at most
+  // ceil(tokens / GPUs) tokens, comet_router.cpp), a flag per barrier.
+  const auto n = std::max<int64_t>(w.gpus, 1);
+  const int collectives = comet_collectives(c);
+  const long double picks = static_cast<long double>((w.tokens + n - 1) / n) * static_cast<long double>(m.top_k());
+  const long double pair_bytes = picks * static_cast<long double>(m.dtype_bytes + 8) + 8.0L * (collectives - 2);
+  return overlap_flow_messages_bound(c, collectives, pair_bytes, dispatch + combine);
+}
+
+}  // namespace
+
 SystemEntry comet_system_entry() {
   SystemEntry e{"comet", "Comet (MLSys'25): tile-level overlap in fused kernels with communication blocks and flag polling",
                 CometParams::declare,
                 [](const Config& c) -> std::unique_ptr<MoeSystem> { return std::make_unique<CometSystem>(CometParams::from(c)); },
                 240,
                 true};
-  // Two all-gathers and three barriers, a fourth with copy-engine gets (start()).
-  e.flow_messages_bound = [](const Config& c) -> std::optional<uint64_t> {
-    const bool gets = CometParams::from(c).dispatch == CometParams::Dispatch::CopyEngineGets;
-    return overlap_flow_messages_bound(c, gets ? 6 : 5);
-  };
+  e.flow_messages_bound = comet_flow_messages_bound;
+  e.state_bytes = [](const Config& c) -> uint64_t { return overlap_state_bytes(c, comet_collectives(c)); };
   return e;
 }
 

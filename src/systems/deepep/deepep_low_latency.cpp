@@ -56,7 +56,8 @@ DeepEpLlPlan make_deepep_ll_plan(const Workload& w, int64_t max_dispatch_tokens)
     const int64_t T = w.tokens().count(g), begin = w.tokens().begin(g);
     if (T > max_dispatch_tokens) {  // deep_ep.cpp:1430
       throw UserError("systems.deepep.ll_max_dispatch_tokens_per_rank",
-                      "GPU " + std::to_string(g) + " dispatches " + std::to_string(T) + " tokens, more than the receive slots");
+                      "GPU " + std::to_string(g) + " dispatches " + std::to_string(T) + " tokens, more than the receive slots (" +
+                          std::to_string(max_dispatch_tokens) + "); set it to at least " + std::to_string(T));
     }
     std::vector<int32_t> sent(static_cast<size_t>(p.experts), 0);
     std::vector<DeepEpLlPlan::Msg> msgs;
