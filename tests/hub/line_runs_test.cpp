@@ -113,6 +113,34 @@ TEST(LineRuns, RunsTakeTheirLinesEntriesAndJoinTheLatestRunUpToTheLimit) {
   EXPECT_EQ(c.store_refusals, 1u);
 }
 
+// st. runs (the combine's stores, hub.flow_line_runs_st) never join: two 2-line stores at
+// consecutive addresses to one peer stay two entries (4 of 8 entries taken) and leave as two
+// packets, the second 2 issue cycles after the first (0 and 2000 ps); 6 stores, 4 lines sent.
+TEST(LineRuns, StRunsDoNotJoinTheLatestRun) {
+  Simulator sim;
+  RecordingPort port(sim);
+  port.open = false;
+  RuntimePacketManager rpm(sim, runs_rpm(8), 1, port);
+  ASSERT_TRUE(rpm.try_store_run(0, RemoteStore::plain(4096, 256), 2, 2, 8));
+  ASSERT_TRUE(rpm.try_store_run(0, RemoteStore::plain(4096 + 256, 256), 2, 4, 8));
+  EXPECT_EQ(rpm.buffered(), 2u);
+  EXPECT_EQ(rpm.pool().free_entries(0), 4u);
+  port.open_now();
+  sim.run();
+  ASSERT_EQ(port.sent.size(), 2u);
+  EXPECT_EQ(port.sent[0].at.ps(), 0);
+  EXPECT_EQ(port.sent[0].p.address, 4096u);
+  EXPECT_EQ(port.sent[0].p.lines, 2u);
+  EXPECT_EQ(port.sent[1].at.ps(), 2000);
+  EXPECT_EQ(port.sent[1].p.address, 4096u + 256u);
+  EXPECT_EQ(port.sent[1].p.lines, 2u);
+  EXPECT_EQ(port.sent[1].p.stores_merged, 4u);
+  const RpmCounters c = rpm.counters();
+  EXPECT_EQ(c.packets, 4u);
+  EXPECT_EQ(c.stores, 6u);
+  EXPECT_EQ(c.merges, 2u);
+}
+
 // With a limit of 4 lines the third run (lines 4-5) does not join lines 0-3: two entries.
 TEST(LineRuns, ARunOverTheLimitStartsAnEntryOfItsOwn) {
   Simulator sim;
