@@ -226,6 +226,40 @@ TEST(LineRuns, ARunIsItsLinesBackToBackInTheFlowNetwork) {
   EXPECT_TRUE(net.conservation_violations().empty());
 }
 
+// hub.flow_run_bytes beyond net.flow_batch_bytes: a run of 16 lines (2 KiB) after a line is a
+// flow batch of its own (it cannot join a 1 KiB batch) and arrives when its 16th line would
+// (17 x 720 + 602880 ps); the line after it starts another batch (2 KiB + 128 B is over the
+// limit) and arrives one line later (18 x 720 + 602880). The window gets every line back.
+TEST(LineRuns, ARunLongerThanABatchIsABatchOfItsOwn) {
+  NetConfig c = test::h800_like(2);
+  c.fidelity = NetFidelity::Flow;
+  c.flow_merge_pairs = true;
+  c.flow_batch_bytes = 1024;
+  Simulator sim;
+  FlowNetwork net(c, sim);
+  RunArrivals rx;
+  rx.sim = &sim;
+  net.set_receiver(1, &rx);
+  for (uint32_t lines : {1u, 16u, 1u}) {
+    Packet p;
+    p.src = 0;
+    p.dst = 1;
+    p.payload_bytes = 128 * lines;
+    p.messages = static_cast<uint8_t>(lines);
+    p.cookie = lines;
+    p.flow_batch = Packet::kFlowBatchLine;
+    net.send(std::move(p));
+  }
+  sim.run();
+  ASSERT_EQ(rx.at.size(), 3u);
+  EXPECT_EQ(rx.at[0].second, 720 + 602880);
+  EXPECT_EQ(rx.at[1], std::make_pair(uint64_t{16}, int64_t{17 * 720 + 602880}));
+  EXPECT_EQ(rx.messages[1], 16u);
+  EXPECT_EQ(rx.at[2].second, 18 * 720 + 602880);
+  EXPECT_EQ(net.stats()["flows_completed"], 3u);
+  EXPECT_TRUE(net.conservation_violations().empty());
+}
+
 // Across nodes a run takes one NIC window slot per line: with a queue depth of 4 a run of 3
 // lines leaves room for one more message, and the RDMA counters count 3 messages.
 TEST(LineRuns, ARunTakesOneNicWindowSlotPerLine) {
