@@ -91,7 +91,11 @@ ParamTable<HubConfig> hub_table() {
             "counter counts its lines. Runs of st.rowsp stores (the dispatch's rows) only, unless hub.flow_line_runs_st");
   t.boolean("hub.flow_line_runs_st", &HubConfig::flow_line_runs_st,
             "With hub.flow_line_runs: ordinary st. stores (the combine's) travel as runs of lines too (a further "
-            "stated reduction for speed; it moved the RPM variants' layer by up to 2 % at 64 GPUs x 64 tokens per GPU)");
+            "stated reduction for speed; a run is one store's lines and never joins another: docs/hub/wiring.md)");
+  t.bytes("hub.flow_run_bytes", &HubConfig::flow_run_bytes,
+          "With hub.flow_line_runs: the most bytes one run of lines carries (0: net.flow_batch_bytes); a run "
+          "longer than net.flow_batch_bytes travels the fabric as a flow batch of its own. At most 255 lines")
+      .at_most(1 << 20);
 
   const auto aau = [](auto m) { return in(&HubConfig::aau, m); };
   t.integer("hub.rat.entries", aau(&AauConfig::rat_entries),

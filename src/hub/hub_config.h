@@ -98,6 +98,8 @@ struct HubConfig {
   bool flow_line_runs = false;
   // With flow_line_runs: ordinary st. stores (the combine's) make runs too.
   bool flow_line_runs_st = false;
+  // With flow_line_runs: the most bytes of one run (0: net.flow_batch_bytes).
+  uint32_t flow_run_bytes = 0;
   AauConfig aau;
   RpmConfig rpm;
   DamConfig dam;

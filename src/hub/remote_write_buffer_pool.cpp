@@ -182,14 +182,16 @@ bool RemoteWriteBufferPool::try_insert_run(uint32_t peer, const RemoteStore& s, 
   stores_ += transactions;
   merges_ += transactions - lines;
   p.used += lines;
-  // Lines that continue the latest run join it: a run the partition refilled piecemeal (as its
-  // entries freed) would otherwise leave as many small runs. Same class, row and kind; the run
-  // is still buffered, so it has not begun to leave.
-  if (p.latest != UINT32_MAX) {
+  // Lines that continue the latest run of the same row join it: a row the partition refilled
+  // piecemeal (as its entries freed) would otherwise leave as many small runs. Same class and
+  // row; the run is still buffered, so it has not begun to leave. st. runs never join: the
+  // combine's next stores (the token's next tile columns, from other blocks) would grow a waiting
+  // run to the limit and leave up to 8 stores' lines in one partition's turn (+2.4 % on mh-pkt's
+  // layer at 64 GPUs x 64 tokens per GPU; docs/performance/scale-out.md, hubst session 29).
+  if (s.rowsp && p.latest != UINT32_MAX) {
     Entry& last = p.slots[p.latest];
     Key next = last.key;
-    if (s.rowsp) next.line_in_row += last.lines;
-    else next.line += static_cast<uint64_t>(last.lines) * cfg_.entry_bytes;
+    next.line_in_row += last.lines;
     if (last.live && last.lines > 0 && last.mask == full_mask_ && next == key && last.lines + lines <= max_lines) {
       last.lines += lines;
       last.pieces += transactions;

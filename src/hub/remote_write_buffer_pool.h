@@ -28,7 +28,7 @@ class RemoteWriteBufferPool {
   bool try_insert(uint32_t peer, const RemoteStore& store, Time now);
   // hub.flow_line_runs (a stated reduction): a store of `lines` whole lines from a line boundary
   // joins the partition's latest entry when that is a run still buffered that it continues (the
-  // same row's next lines, or the next st. lines) and the two hold at most `max_lines`; else it
+  // same row's next lines; st. runs never join) and the two hold at most `max_lines`; else it
   // becomes one entry of its own. A run takes `lines` of the partition's entries, is ready at
   // once and leaves as one packet of its lines; it counts as `transactions` stores, merged into
   // `lines` lines. False, with nothing changed, when fewer entries are free.

@@ -113,6 +113,34 @@ TEST(LineRuns, RunsTakeTheirLinesEntriesAndJoinTheLatestRunUpToTheLimit) {
   EXPECT_EQ(c.store_refusals, 1u);
 }
 
+// st. runs (the combine's stores, hub.flow_line_runs_st) never join: two 2-line stores at
+// consecutive addresses to one peer stay two entries (4 of 8 entries taken) and leave as two
+// packets, the second 2 issue cycles after the first (0 and 2000 ps); 6 stores, 4 lines sent.
+TEST(LineRuns, StRunsDoNotJoinTheLatestRun) {
+  Simulator sim;
+  RecordingPort port(sim);
+  port.open = false;
+  RuntimePacketManager rpm(sim, runs_rpm(8), 1, port);
+  ASSERT_TRUE(rpm.try_store_run(0, RemoteStore::plain(4096, 256), 2, 2, 8));
+  ASSERT_TRUE(rpm.try_store_run(0, RemoteStore::plain(4096 + 256, 256), 2, 4, 8));
+  EXPECT_EQ(rpm.buffered(), 2u);
+  EXPECT_EQ(rpm.pool().free_entries(0), 4u);
+  port.open_now();
+  sim.run();
+  ASSERT_EQ(port.sent.size(), 2u);
+  EXPECT_EQ(port.sent[0].at.ps(), 0);
+  EXPECT_EQ(port.sent[0].p.address, 4096u);
+  EXPECT_EQ(port.sent[0].p.lines, 2u);
+  EXPECT_EQ(port.sent[1].at.ps(), 2000);
+  EXPECT_EQ(port.sent[1].p.address, 4096u + 256u);
+  EXPECT_EQ(port.sent[1].p.lines, 2u);
+  EXPECT_EQ(port.sent[1].p.stores_merged, 4u);
+  const RpmCounters c = rpm.counters();
+  EXPECT_EQ(c.packets, 4u);
+  EXPECT_EQ(c.stores, 6u);
+  EXPECT_EQ(c.merges, 2u);
+}
+
 // With a limit of 4 lines the third run (lines 4-5) does not join lines 0-3: two entries.
 TEST(LineRuns, ARunOverTheLimitStartsAnEntryOfItsOwn) {
   Simulator sim;
@@ -195,6 +223,40 @@ TEST(LineRuns, ARunIsItsLinesBackToBackInTheFlowNetwork) {
   EXPECT_EQ(rx.at[0], std::make_pair(uint64_t{1}, int64_t{720 + 602880}));
   EXPECT_EQ(rx.at[1], std::make_pair(uint64_t{3}, int64_t{2880 + 602880}));
   EXPECT_EQ(rx.messages[1], 3u);
+  EXPECT_TRUE(net.conservation_violations().empty());
+}
+
+// hub.flow_run_bytes beyond net.flow_batch_bytes: a run of 16 lines (2 KiB) after a line is a
+// flow batch of its own (it cannot join a 1 KiB batch) and arrives when its 16th line would
+// (17 x 720 + 602880 ps); the line after it starts another batch (2 KiB + 128 B is over the
+// limit) and arrives one line later (18 x 720 + 602880). The window gets every line back.
+TEST(LineRuns, ARunLongerThanABatchIsABatchOfItsOwn) {
+  NetConfig c = test::h800_like(2);
+  c.fidelity = NetFidelity::Flow;
+  c.flow_merge_pairs = true;
+  c.flow_batch_bytes = 1024;
+  Simulator sim;
+  FlowNetwork net(c, sim);
+  RunArrivals rx;
+  rx.sim = &sim;
+  net.set_receiver(1, &rx);
+  for (uint32_t lines : {1u, 16u, 1u}) {
+    Packet p;
+    p.src = 0;
+    p.dst = 1;
+    p.payload_bytes = 128 * lines;
+    p.messages = static_cast<uint8_t>(lines);
+    p.cookie = lines;
+    p.flow_batch = Packet::kFlowBatchLine;
+    net.send(std::move(p));
+  }
+  sim.run();
+  ASSERT_EQ(rx.at.size(), 3u);
+  EXPECT_EQ(rx.at[0].second, 720 + 602880);
+  EXPECT_EQ(rx.at[1], std::make_pair(uint64_t{16}, int64_t{17 * 720 + 602880}));
+  EXPECT_EQ(rx.messages[1], 16u);
+  EXPECT_EQ(rx.at[2].second, 18 * 720 + 602880);
+  EXPECT_EQ(net.stats()["flows_completed"], 3u);
   EXPECT_TRUE(net.conservation_violations().empty());
 }
 

@@ -551,5 +551,31 @@ TEST(MoeHubSystems, FlowLineRunsCountEveryLine) {
   }
 }
 
+TEST(MoeHubSystems, FlowRunBytesMakeRunsLongerThanABatch) {
+  // 2 KiB rows (hidden 1024 x 2 B), 1 KiB batches: runs of 1 KiB (the batch) or of 2 KiB
+  // (hub.flow_run_bytes, a whole row) count the same lines, stores and DAM bytes, in fewer flows.
+  std::vector<std::string> sets{"net.fidelity=flow",   "net.flow_merge_pairs=true", "net.flow_batch_bytes=1KiB",
+                                "model.hidden=1024",   "model.ffn_hidden=256",      "hub.flow_batch_runs=true",
+                                "hub.flow_line_runs=true"};
+  const LayerSetup batch(sets, true);
+  sets.emplace_back("hub.flow_run_bytes=2KiB");
+  const LayerSetup rows(sets, true);
+  const auto a = batch.run("moehub,mh-base", true);
+  const auto b = rows.run("moehub,mh-base", true);
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  const auto flows = [](const SystemOutcome& o) { return o.result.network.at("flows_completed").get<uint64_t>(); };
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(b.at(i).functional_passed) << b.at(i).result.functional.dump();
+    EXPECT_EQ(hub(a.at(i))["egress"]["packets"], hub(b.at(i))["egress"]["packets"]) << b.at(i).name;
+    EXPECT_EQ(hub(a.at(i))["egress"]["payload_bytes"], hub(b.at(i))["egress"]["payload_bytes"]) << b.at(i).name;
+    EXPECT_EQ(hub(a.at(i))["aau"]["rows_allocated"], hub(b.at(i))["aau"]["rows_allocated"]) << b.at(i).name;
+    EXPECT_LT(flows(b.at(i)), flows(a.at(i))) << b.at(i).name;
+  }
+  EXPECT_EQ(hub(a.at(0))["rpm"]["packets"], hub(b.at(0))["rpm"]["packets"]);
+  EXPECT_EQ(hub(a.at(0))["rpm"]["stores"], hub(b.at(0))["rpm"]["stores"]);
+  EXPECT_EQ(hub(a.at(0))["dam"]["counted_bytes"], hub(b.at(0))["dam"]["counted_bytes"]);
+}
+
 }  // namespace
 }  // namespace moehub

@@ -454,9 +454,9 @@ class HubFabric::SmPort final : public gpu::StorePort {
 
   // hub.flow_line_runs: the whole lines of the staged st.rowsp store from `at` that may travel as
   // one run (at most the run limit, and with the RPM what its partition has free). With the RPM
-  // one line is a run too (it may join the partition's latest run); without it a run needs two.
-  // The combine's st. stores stay lines unless hub.flow_line_runs_st: their runs (two lines a
-  // store) moved the RPM variants' combine by up to 2 % at 64 GPUs x 64 tokens (session 28).
+  // one line is a run too (it may join the partition's latest run of the row); without it a run
+  // needs two. The combine's st. stores stay lines unless hub.flow_line_runs_st (then a run is one
+  // store's lines: the RPM never joins st. runs, docs/hub/wiring.md "Line runs").
   uint32_t run_lines(const StoreStaging::Staged& p, uint64_t at, uint64_t tx, uint32_t peer) const {
     if (f_.run_limit_ < 2 || at % line_ != 0 || (!rpm_ && tx < line_)) return 0;
     uint64_t lines = std::min<uint64_t>((p.bytes - p.done) / line_, f_.run_limit_);
@@ -595,7 +595,11 @@ HubFabric::HubFabric(Cluster& cluster, const HubConfig& hub, const HubFabricConf
   }
   const NetConfig& net = cluster.network().config();
   if (hub_.flow_line_runs && net.fidelity == NetFidelity::Flow && hub_.internode.route == InternodeRoute::Direct) {
-    run_limit_ = std::min<uint32_t>(net.flow_batch_bytes / hub_.rpm.entry_bytes, UINT8_MAX);  // Packet::messages
+    // Runs need flow batches of two lines or more; hub.flow_run_bytes may make them longer than a batch.
+    const uint32_t limit = hub_.flow_run_bytes > 0 ? hub_.flow_run_bytes : net.flow_batch_bytes;
+    if (net.flow_batch_bytes / hub_.rpm.entry_bytes >= 2) {
+      run_limit_ = std::min<uint32_t>(limit / hub_.rpm.entry_bytes, UINT8_MAX);  // Packet::messages
+    }
   }
   for (int g = 0; g < cluster.gpus(); ++g) {
     nodes_.push_back(std::make_unique<Node>(*this, g));
