@@ -96,9 +96,9 @@ void FlowNetwork::collect_component(uint32_t seed) {
       if (w.seen_cls[slot]) continue;
       w.seen_cls[slot] = 1;
       w.comp_cls.push_back(slot);
-      const FlowClass& c = classes_[slot];
-      for (uint32_t k = 0; k < c.load_count; ++k) {
-        const uint32_t q = c.loads[k].resource;
+      const SlotResources& c = slot_resources_[slot];
+      for (uint32_t k = 0; k < c.count; ++k) {
+        const uint32_t q = c.resource[k];
         if (w.seen_res[q]) continue;
         w.seen_res[q] = 1;
         w.stack.push_back(q);
@@ -124,10 +124,6 @@ void FlowNetwork::order_component() {
   }
   // Entries of drained classes (a slot may hold a later class by now) go when they outnumber
   // the live ones.
-  const auto current = [&](const std::pair<uint64_t, uint32_t>& e) {
-    const FlowClass& c = classes_[e.second];
-    return c.live && c.formed == e.first;
-  };
   if (order_.size() > 2 * live_classes_ + 64) std::erase_if(order_, [&](const auto& e) { return !current(e); });
   // seen_cls also marks the classes of components filled earlier in this allocation.
   w.in_comp.resize(classes_.size(), 0);
@@ -220,42 +216,92 @@ void FlowNetwork::fill_component(int64_t now) {
   apply_rates(now);
 }
 
+// Copies the active resources' rooms and weights (by local index j) into the filling's
+// contiguous arrays (by position, in local order), so that a round's passes read them in order.
+void FlowNetwork::start_rounds() {
+  Scratch& w = scratch_;
+  const size_t n = w.active.size();
+  w.pos.resize(resources_.size());
+  w.a_room.resize(n);
+  w.a_weight.resize(n);
+  w.a_tol.resize(n);
+  w.a_ratio.resize(n);
+  w.a_cross.resize(n);
+  w.a_local.resize(n);
+  w.a_dead = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t j = w.active[k];
+    const uint32_t r = w.comp_res[j];
+    w.pos[r] = static_cast<uint32_t>(k);
+    w.a_room[k] = w.room[j];
+    w.a_weight[k] = w.weight[j];
+    w.a_tol[k] = resources_[r].capacity * 1e-12;  // full, with a relative tolerance for rounding
+    w.a_cross[k] = w.crossing[j];
+    w.a_local[k] = j;
+  }
+}
+
+// The position of the resource that fills first (the first in local order among equal
+// shares; a share that is not a number never wins) and its share in `step`. Positions with no
+// unfrozen class left are dropped first, the order of the rest kept.
+size_t FlowNetwork::bottleneck_position(double& step) {
+  Scratch& w = scratch_;
+  size_t n = w.a_room.size();
+  if (w.a_dead > 0) {
+    size_t kept = 0;
+    for (size_t k = 0; k < n; ++k) {
+      if (w.a_cross[k] == 0) continue;
+      w.a_room[kept] = w.a_room[k];
+      w.a_weight[kept] = w.a_weight[k];
+      w.a_tol[kept] = w.a_tol[k];
+      w.a_cross[kept] = w.a_cross[k];
+      w.a_local[kept] = w.a_local[k];
+      w.pos[w.comp_res[w.a_local[k]]] = static_cast<uint32_t>(kept);
+      ++kept;
+    }
+    n = kept;
+    for (auto* v : {&w.a_room, &w.a_weight, &w.a_tol, &w.a_ratio}) v->resize(n);
+    w.a_cross.resize(n);
+    w.a_local.resize(n);
+    w.a_dead = 0;
+  }
+  const double* room = w.a_room.data();
+  const double* weight = w.a_weight.data();
+  double* ratio = w.a_ratio.data();
+  for (size_t k = 0; k < n; ++k) ratio[k] = room[k] / weight[k];  // no dependence: vectorised
+  step = INFINITY;
+  size_t best = 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (ratio[k] < step) {
+      step = ratio[k];
+      best = k;
+    }
+  }
+  return best;
+}
+
 // The rounds of the filling, from the rooms and weights that prepare_component (a component's
 // classes on each resource: its res_classes_ list) or prepare_provisional (scratch_.on) left;
 // the level at which each class froze goes to scratch_.rate, by slot.
 void FlowNetwork::fill_rounds(bool provisional) {
   Scratch& w = scratch_;
-  auto& room = w.room;
-  auto& weight = w.weight;
-  auto& crossing = w.crossing;
+  start_rounds();
   double level = 0;  // the rate of every unfrozen class
   size_t left = w.comp_cls.size();
   while (left > 0) {
-    // The bottleneck: the resource that fills first. A resource with no unfrozen class left
-    // takes no further part (dropped here, the order of the rest kept: ties pick the same one).
     double step = INFINITY;
-    size_t bottleneck = 0;
-    size_t kept = 0;
-    for (size_t k = 0; k < w.active.size(); ++k) {
-      const uint32_t j = w.active[k];
-      if (crossing[j] == 0) continue;
-      w.active[kept++] = j;
-      if (room[j] / weight[j] < step) {
-        step = room[j] / weight[j];
-        bottleneck = j;
-      }
-    }
-    w.active.resize(kept);
+    const size_t bottleneck = bottleneck_position(step);
     if (step == INFINITY) break;
     level += step;
     w.full.clear();
-    for (const uint32_t j : w.active) {
-      room[j] = j == bottleneck ? 0.0 : room[j] - step * weight[j];
-      // Full, with a relative tolerance for rounding.
-      if (room[j] <= resources_[w.comp_res[j]].capacity * 1e-12) w.full.push_back(j);
+    const size_t n = w.a_room.size();
+    for (size_t k = 0; k < n; ++k) {
+      w.a_room[k] = k == bottleneck ? 0.0 : w.a_room[k] - step * w.a_weight[k];
+      if (w.a_room[k] <= w.a_tol[k]) w.full.push_back(static_cast<uint32_t>(k));
     }
-    for (const uint32_t j : w.full) {  // freeze the classes on the full resources
-      if (crossing[j] == 0) continue;
+    for (const uint32_t k : w.full) {  // freeze the classes on the full resources
+      if (w.a_cross[k] == 0) continue;
+      const uint32_t j = w.a_local[k];
       const std::vector<OnResource>& listed = res_classes_[w.comp_res[j]];
       const OnResource* on = provisional ? w.on.data() + w.first[j] : listed.data();
       const OnResource* end = provisional ? w.on.data() + w.first[j + 1] : listed.data() + listed.size();
@@ -271,12 +317,13 @@ void FlowNetwork::freeze(uint32_t slot, double level, size_t& left) {
   w.frozen[slot] = 1;
   --left;
   w.rate[slot] = level;
-  const FlowClass& c = classes_[slot];
-  const double n = class_weight(c);
-  for (uint32_t k = 0; k < c.load_count; ++k) {
-    const uint32_t q = w.local[c.loads[k].resource];
-    w.weight[q] -= n * c.loads[k].per_byte;
-    --w.crossing[q];
+  const double n = cfg_.flow_merge_pairs ? 1.0 : class_weight(classes_[slot]);
+  const SlotResources& c = slot_resources_[slot];
+  const SlotPerByte& b = slot_per_byte_[slot];
+  for (uint32_t k = 0; k < c.count; ++k) {
+    const uint32_t q = w.pos[c.resource[k]];
+    w.a_weight[q] -= n * b.per_byte[k];
+    if (--w.a_cross[q] == 0) ++w.a_dead;
   }
 }
 
@@ -324,10 +371,7 @@ void FlowNetwork::reallocate_provisional(int64_t now) {
   w.seen_res.resize(resources_.size(), 0);
   w.comp_cls.clear();
   w.comp_res.clear();
-  std::erase_if(provisional_, [&](const std::pair<uint64_t, uint32_t>& e) {
-    const FlowClass& c = classes_[e.second];
-    return !c.live || c.formed != e.first;
-  });
+  std::erase_if(provisional_, [&](const std::pair<uint64_t, uint32_t>& e) { return !current(e); });
   for (const auto& e : provisional_) {  // in order of formation
     const FlowClass& c = classes_[e.second];
     w.comp_cls.push_back(e.second);

@@ -229,6 +229,9 @@ uint32_t FlowNetwork::class_for(int src, int dst, double wire_per_byte, double a
   if (free_.empty()) {
     slot = static_cast<uint32_t>(classes_.size());
     classes_.emplace_back();
+    slot_resources_.emplace_back();
+    slot_per_byte_.emplace_back();
+    slot_formed_.push_back(kNotFormed);
   } else {
     slot = free_.back();
     free_.pop_back();
@@ -239,6 +242,7 @@ uint32_t FlowNetwork::class_for(int src, int dst, double wire_per_byte, double a
   c.live = true;
   ++live_classes_;
   c.formed = next_formed_++;
+  slot_formed_[slot] = c.formed;
   order_.emplace_back(c.formed, slot);
   if (cfg_.flow_realloc_interval.ps() > 0) provisional_.emplace_back(c.formed, slot);
   c.since_ps = sim_.now().ps();
@@ -247,7 +251,13 @@ uint32_t FlowNetwork::class_for(int src, int dst, double wire_per_byte, double a
   c.wire_per_byte = wire_per_byte;
   c.ack_per_byte = ack_per_byte;
   route(c);
-  for (uint32_t k = 0; k < c.load_count; ++k) res_classes_[c.loads[k].resource].push_back({slot, c.loads[k].per_byte});
+  SlotResources& sr = slot_resources_[slot];
+  sr.count = c.load_count;
+  for (uint32_t k = 0; k < c.load_count; ++k) {
+    res_classes_[c.loads[k].resource].push_back({slot, c.loads[k].per_byte});
+    sr.resource[k] = c.loads[k].resource;
+    slot_per_byte_[slot].per_byte[k] = c.loads[k].per_byte;
+  }
   touch(c);
   return slot;
 }
@@ -398,6 +408,7 @@ void FlowNetwork::drop_class(uint32_t slot) {
   }
   touch(c);
   c.live = false;
+  slot_formed_[slot] = kNotFormed;
   --live_classes_;
   c.due_ps = kNever;
   free_.push_back(slot);

@@ -258,5 +258,24 @@ TEST(FlowNetwork, StreamIsHandedOverWhenItsPayloadHasLeft) {
   EXPECT_TRUE(net.conservation_violations().empty());
 }
 
+// A resource whose classes all freeze at another's bottleneck leaves the filling, and the next
+// round's bottleneck is found among the rest: GPU 2's ingress carries 0->2 and two 3->2 flows
+// (weight 3), so they freeze at X / 3 (X: a link's payload rate); GPU 3's egress then has no
+// class left, and GPU 0's egress (0->1 and 0->2) has X / 3 of room for 0->1, which reaches 2X / 3.
+TEST(FlowNetwork, AResourceLeavesTheFillingWhenItsClassesFreezeElsewhere) {
+  Simulator sim;
+  FlowNetwork net(test::h800_like(4), sim);
+  net.transfer(0, 1, 1 << 20, 0, [] {});
+  net.transfer(0, 2, 1 << 20, 0, [] {});
+  net.transfer(3, 2, 1 << 20, 0, [] {});
+  net.transfer(3, 2, 1 << 20, 0, [] {});
+  const double x = 200e9 * 128 / 144;
+  const std::vector<double> r = net.rates();
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_NEAR(r[0] / (x * 2 / 3), 1.0, 1e-12);
+  for (size_t i = 1; i < 4; ++i) EXPECT_NEAR(r[i] / (x / 3), 1.0, 1e-12);
+  sim.run();
+}
+
 }  // namespace
 }  // namespace moehub
