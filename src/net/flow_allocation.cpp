@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <utility>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 // The flow network's max-min allocation (progressive filling over connected components), and
 // the stated reduction net.flow_realloc_interval.
@@ -96,7 +99,7 @@ void FlowNetwork::collect_component(uint32_t seed) {
       if (w.seen_cls[slot]) continue;
       w.seen_cls[slot] = 1;
       w.comp_cls.push_back(slot);
-      const SlotResources& c = slot_resources_[slot];
+      const SlotLoads& c = slot_loads_[slot];
       for (uint32_t k = 0; k < c.count; ++k) {
         const uint32_t q = c.resource[k];
         if (w.seen_res[q]) continue;
@@ -227,7 +230,7 @@ void FlowNetwork::start_rounds() {
   w.a_tol.resize(n);
   w.a_ratio.resize(n);
   w.a_cross.resize(n);
-  w.a_local.resize(n);
+  w.a_res.resize(n);
   w.a_dead = 0;
   for (size_t k = 0; k < n; ++k) {
     const uint32_t j = w.active[k];
@@ -237,47 +240,70 @@ void FlowNetwork::start_rounds() {
     w.a_weight[k] = w.weight[j];
     w.a_tol[k] = resources_[r].capacity * 1e-12;  // full, with a relative tolerance for rounding
     w.a_cross[k] = w.crossing[j];
-    w.a_local[k] = j;
+    w.a_res[k] = r;
   }
 }
 
 // The position of the resource that fills first (the first in local order among equal
-// shares; a share that is not a number never wins) and its share in `step`. Positions with no
-// unfrozen class left are dropped first, the order of the rest kept.
+// shares, as a scan with `<` finds it; a share that is not a number never wins: a position
+// whose classes have all frozen has room NaN) and its share in `step`. Positions with no
+// unfrozen class left are dropped once they are half of them, the order of the rest kept.
 size_t FlowNetwork::bottleneck_position(double& step) {
   Scratch& w = scratch_;
   size_t n = w.a_room.size();
-  if (w.a_dead > 0) {
+  if (w.a_dead * 2 > n) {
+    double* room = w.a_room.data();
+    double* weight = w.a_weight.data();
+    double* tol = w.a_tol.data();
+    uint32_t* cross = w.a_cross.data();
+    uint32_t* res = w.a_res.data();
+    uint32_t* pos = w.pos.data();
     size_t kept = 0;
     for (size_t k = 0; k < n; ++k) {
-      if (w.a_cross[k] == 0) continue;
-      w.a_room[kept] = w.a_room[k];
-      w.a_weight[kept] = w.a_weight[k];
-      w.a_tol[kept] = w.a_tol[k];
-      w.a_cross[kept] = w.a_cross[k];
-      w.a_local[kept] = w.a_local[k];
-      w.pos[w.comp_res[w.a_local[k]]] = static_cast<uint32_t>(kept);
+      if (cross[k] == 0) continue;
+      room[kept] = room[k];
+      weight[kept] = weight[k];
+      tol[kept] = tol[k];
+      cross[kept] = cross[k];
+      res[kept] = res[k];
+      pos[res[k]] = static_cast<uint32_t>(kept);
       ++kept;
     }
     n = kept;
     for (auto* v : {&w.a_room, &w.a_weight, &w.a_tol, &w.a_ratio}) v->resize(n);
     w.a_cross.resize(n);
-    w.a_local.resize(n);
+    w.a_res.resize(n);
     w.a_dead = 0;
   }
   const double* room = w.a_room.data();
   const double* weight = w.a_weight.data();
   double* ratio = w.a_ratio.data();
-  for (size_t k = 0; k < n; ++k) ratio[k] = room[k] / weight[k];  // no dependence: vectorised
-  step = INFINITY;
-  size_t best = 0;
-  for (size_t k = 0; k < n; ++k) {
-    if (ratio[k] < step) {
-      step = ratio[k];
-      best = k;
-    }
+  // The smallest share: `r < m ? r : m` per element (minpd's own rule, so NaN is passed over),
+  // two lanes at once; then the first position that has it.
+  double least = INFINITY;
+  size_t k = 0;
+#if defined(__SSE2__)
+  __m128d m2 = _mm_set1_pd(INFINITY);
+  for (; k + 2 <= n; k += 2) {
+    const __m128d r = _mm_div_pd(_mm_loadu_pd(room + k), _mm_loadu_pd(weight + k));
+    _mm_storeu_pd(ratio + k, r);
+    m2 = _mm_min_pd(r, m2);
   }
-  return best;
+  alignas(16) double lanes[2];
+  _mm_store_pd(lanes, m2);
+  least = lanes[0] < lanes[1] ? lanes[0] : lanes[1];
+#endif
+  for (; k < n; ++k) {
+    ratio[k] = room[k] / weight[k];
+    if (ratio[k] < least) least = ratio[k];
+  }
+  step = INFINITY;
+  if (!(least < INFINITY)) return 0;
+  for (k = 0; k < n; ++k) {
+    if (ratio[k] == least) break;
+  }
+  step = ratio[k];
+  return k;
 }
 
 // The rounds of the filling, from the rooms and weights that prepare_component (a component's
@@ -301,8 +327,9 @@ void FlowNetwork::fill_rounds(bool provisional) {
     }
     for (const uint32_t k : w.full) {  // freeze the classes on the full resources
       if (w.a_cross[k] == 0) continue;
-      const uint32_t j = w.a_local[k];
-      const std::vector<OnResource>& listed = res_classes_[w.comp_res[j]];
+      const uint32_t r = w.a_res[k];
+      const uint32_t j = w.local[r];
+      const std::vector<OnResource>& listed = res_classes_[r];
       const OnResource* on = provisional ? w.on.data() + w.first[j] : listed.data();
       const OnResource* end = provisional ? w.on.data() + w.first[j + 1] : listed.data() + listed.size();
       for (; on != end; ++on) freeze(on->slot, level, left);
@@ -318,12 +345,14 @@ void FlowNetwork::freeze(uint32_t slot, double level, size_t& left) {
   --left;
   w.rate[slot] = level;
   const double n = cfg_.flow_merge_pairs ? 1.0 : class_weight(classes_[slot]);
-  const SlotResources& c = slot_resources_[slot];
-  const SlotPerByte& b = slot_per_byte_[slot];
+  const SlotLoads& c = slot_loads_[slot];
   for (uint32_t k = 0; k < c.count; ++k) {
     const uint32_t q = w.pos[c.resource[k]];
-    w.a_weight[q] -= n * b.per_byte[k];
-    if (--w.a_cross[q] == 0) ++w.a_dead;
+    w.a_weight[q] -= n * c.per_byte(k);
+    if (--w.a_cross[q] == 0) {
+      ++w.a_dead;
+      w.a_room[q] = NAN;  // out of the filling: never the bottleneck, never full again
+    }
   }
 }
 

@@ -229,8 +229,7 @@ uint32_t FlowNetwork::class_for(int src, int dst, double wire_per_byte, double a
   if (free_.empty()) {
     slot = static_cast<uint32_t>(classes_.size());
     classes_.emplace_back();
-    slot_resources_.emplace_back();
-    slot_per_byte_.emplace_back();
+    slot_loads_.emplace_back();
     slot_formed_.push_back(kNotFormed);
   } else {
     slot = free_.back();
@@ -251,12 +250,15 @@ uint32_t FlowNetwork::class_for(int src, int dst, double wire_per_byte, double a
   c.wire_per_byte = wire_per_byte;
   c.ack_per_byte = ack_per_byte;
   route(c);
-  SlotResources& sr = slot_resources_[slot];
-  sr.count = c.load_count;
+  SlotLoads& sl = slot_loads_[slot];
+  sl.count = c.load_count;
+  sl.value = {wire_per_byte, ack_per_byte};
   for (uint32_t k = 0; k < c.load_count; ++k) {
-    res_classes_[c.loads[k].resource].push_back({slot, c.loads[k].per_byte});
-    sr.resource[k] = c.loads[k].resource;
-    slot_per_byte_[slot].per_byte[k] = c.loads[k].per_byte;
+    const double per_byte = c.loads[k].per_byte;
+    res_classes_[c.loads[k].resource].push_back({slot, per_byte});
+    sl.resource[k] = c.loads[k].resource;
+    sl.which[k] = per_byte == wire_per_byte ? 0 : per_byte == ack_per_byte ? 1 : 2;
+    if (sl.per_byte(k) != per_byte) throw std::logic_error("FlowNetwork: a load per byte outside the slot's copy");
   }
   touch(c);
   return slot;

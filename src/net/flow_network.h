@@ -139,14 +139,15 @@ class FlowNetwork final : public TransferNetwork {
     FlowClass& operator=(FlowClass&&) = default;
   };
   // A class's resources and loads per byte as the allocation reads them (a copy of its
-  // `loads`, by slot): the component search and the freezing read one or two cache lines per
-  // class instead of the class itself.
-  struct alignas(64) SlotResources {
+  // `loads`, by slot, in one cache line): the component search and the freezing read it
+  // instead of the class. A load per byte is the class's wire bytes, its acks (or fabric
+  // packets) or 1 (PCIe), per route(): `which` says which.
+  struct alignas(64) SlotLoads {
     std::array<uint32_t, 8> resource{};
+    std::array<double, 2> value{};  // wire_per_byte, ack_per_byte
+    std::array<uint8_t, 8> which{};  // 0, 1: value[which]; 2: 1.0
     uint32_t count = 0;
-  };
-  struct alignas(64) SlotPerByte {
-    std::array<double, 8> per_byte{};
+    double per_byte(uint32_t k) const { return which[k] < 2 ? value[which[k]] : 1.0; }
   };
   struct Resource {  // one GPU's links in one direction, all planes together, or a fabric link
     double capacity = 0;  // wire bytes per second
@@ -226,16 +227,15 @@ class FlowNetwork final : public TransferNetwork {
     std::vector<uint32_t> comp_cls, comp_res, local, stack, visited_res, visited_cls;
     std::vector<std::pair<uint64_t, uint32_t>> keyed;  // (formed, slot)
     // The filling's resources by position among those still active (compacted as they drop
-    // out, in local order): room, weight, unfrozen classes, fullness tolerance, local index;
+    // out, in local order): room, weight, unfrozen classes, fullness tolerance, resource;
     // pos maps a resource to its position.
     std::vector<double> a_room, a_weight, a_tol, a_ratio;
-    std::vector<uint32_t> a_cross, a_local, pos;
+    std::vector<uint32_t> a_cross, a_res, pos;
     size_t a_dead = 0;  // active positions whose unfrozen classes have all frozen
   };
   // Slots: a class keeps its slot while it has members; a drained class's slot is reused.
   std::vector<FlowClass> classes_;
-  std::vector<SlotResources> slot_resources_;  // by slot, set when a class forms
-  std::vector<SlotPerByte> slot_per_byte_;
+  std::vector<SlotLoads> slot_loads_;  // by slot, set when a class forms
   // By slot: the live class's `formed`, kNotFormed for a free slot (the order of formation's
   // entries are checked against it without reading the class).
   static constexpr uint64_t kNotFormed = UINT64_MAX;
