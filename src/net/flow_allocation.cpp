@@ -12,6 +12,20 @@
 
 namespace moehub {
 
+namespace {
+// The allocation visits tens of thousands of classes per pass in no order memory likes (by a
+// resource's list, by formation), each a cache miss: it asks for a class a few entries
+// ahead. A hint only: what is computed does not change.
+constexpr size_t kAhead = 8;
+inline void prefetch_line(const void* p) {
+#if defined(__GNUC__)
+  __builtin_prefetch(p);
+#else
+  (void)p;
+#endif
+}
+}  // namespace
+
 // A change (a class formed or drained, or a class's weight changed) touches the resources the
 // class loads: the next allocation recomputes only their connected components.
 void FlowNetwork::touch(const FlowClass& c) {
@@ -94,8 +108,10 @@ void FlowNetwork::collect_component(uint32_t seed) {
     const uint32_t r = w.stack.back();
     w.stack.pop_back();
     w.comp_res.push_back(r);
-    for (const OnResource& e : res_classes_[r]) {
-      const uint32_t slot = e.slot;
+    const std::vector<OnResource>& listed = res_classes_[r];
+    for (size_t i = 0; i < listed.size(); ++i) {
+      if (i + kAhead < listed.size()) prefetch_line(&slot_loads_[listed[i + kAhead].slot]);
+      const uint32_t slot = listed[i].slot;
       if (w.seen_cls[slot]) continue;
       w.seen_cls[slot] = 1;
       w.comp_cls.push_back(slot);
@@ -332,7 +348,10 @@ void FlowNetwork::fill_rounds(bool provisional) {
       const std::vector<OnResource>& listed = res_classes_[r];
       const OnResource* on = provisional ? w.on.data() + w.first[j] : listed.data();
       const OnResource* end = provisional ? w.on.data() + w.first[j + 1] : listed.data() + listed.size();
-      for (; on != end; ++on) freeze(on->slot, level, left);
+      for (; on != end; ++on) {
+        if (end - on > static_cast<std::ptrdiff_t>(kAhead)) prefetch_line(&slot_loads_[on[kAhead].slot]);
+        freeze(on->slot, level, left);
+      }
     }
   }
 }
@@ -361,7 +380,14 @@ void FlowNetwork::freeze(uint32_t slot, double level, size_t& left) {
 // A resource's load is summed over its list, in order of formation as the classes are.
 void FlowNetwork::apply_rates(int64_t now) {
   Scratch& w = scratch_;
-  for (const uint32_t slot : w.comp_cls) {
+  const size_t nc = w.comp_cls.size();
+  for (size_t i = 0; i < nc; ++i) {
+    if (i + kAhead < nc) {
+      const auto* ahead = reinterpret_cast<const char*>(&classes_[w.comp_cls[i + kAhead]]);
+      prefetch_line(ahead);
+      prefetch_line(ahead + 64);  // the members, which set_due reads
+    }
+    const uint32_t slot = w.comp_cls[i];
     FlowClass& c = classes_[slot];
     if (w.rate[slot] == c.rate) continue;
     c.served_base = served_at(c, now);
