@@ -110,7 +110,10 @@ void FlowNetwork::collect_component(uint32_t seed) {
     w.comp_res.push_back(r);
     const std::vector<OnResource>& listed = res_classes_[r];
     for (size_t i = 0; i < listed.size(); ++i) {
-      if (i + kAhead < listed.size()) prefetch_line(&slot_loads_[listed[i + kAhead].slot]);
+      if (i + kAhead < listed.size()) {
+        prefetch_line(&slot_loads_[listed[i + kAhead].slot]);
+        if ((i & 3) == 0) prefetch_line(listed.data() + std::min(i + 2 * kAhead, listed.size() - 1));  // the list, further on
+      }
       const uint32_t slot = listed[i].slot;
       if (w.seen_cls[slot]) continue;
       w.seen_cls[slot] = 1;
@@ -398,7 +401,13 @@ void FlowNetwork::apply_rates(int64_t now) {
   for (size_t j = 0; j < w.comp_res.size(); ++j) {
     Resource& r = resources_[w.comp_res[j]];
     double load = 0.0;
-    for (const OnResource& e : res_classes_[w.comp_res[j]]) load += class_weight(classes_[e.slot]) * w.rate[e.slot] * e.per_byte;
+    const std::vector<OnResource>& listed = res_classes_[w.comp_res[j]];
+    if (j + 1 < w.comp_res.size()) prefetch_line(res_classes_[w.comp_res[j + 1]].data());
+    for (size_t i = 0; i < listed.size(); ++i) {
+      if (i + kAhead < listed.size()) prefetch_line(&w.rate[listed[i + kAhead].slot]);
+      const OnResource& e = listed[i];
+      load += class_weight(classes_[e.slot]) * w.rate[e.slot] * e.per_byte;
+    }
     if (load == r.load) continue;
     r.bytes += r.load * (static_cast<double>(now - r.since_ps) / 1e12);
     r.since_ps = now;

@@ -277,5 +277,22 @@ TEST(FlowNetwork, AResourceLeavesTheFillingWhenItsClassesFreezeElsewhere) {
   sim.run();
 }
 
+// As above, with more than half of the filling's resources out after the first round (GPU 0's
+// ingress and GPUs 2's and 3's egress), so the rest are moved up in order: 1->0, 2->0 and 3->0
+// freeze at X / 3 on GPU 0's ingress; then GPU 1's egress (room X / 3) caps 1->4 at 2X / 3
+// before GPU 4's ingress (room 2X / 3) fills.
+TEST(FlowNetwork, TheFillingGoesOnAfterMostResourcesAreOut) {
+  Simulator sim;
+  FlowNetwork net(test::h800_like(5), sim);
+  for (int g = 1; g < 4; ++g) net.transfer(g, 0, 1 << 20, 0, [] {});
+  net.transfer(1, 4, 1 << 20, 0, [] {});
+  const double x = 200e9 * 128 / 144;
+  const std::vector<double> r = net.rates();
+  ASSERT_EQ(r.size(), 4u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(r[i] / (x / 3), 1.0, 1e-12);
+  EXPECT_NEAR(r[3] / (x * 2 / 3), 1.0, 1e-12);
+  sim.run();
+}
+
 }  // namespace
 }  // namespace moehub
