@@ -3,11 +3,28 @@
 #include <algorithm>
 #include <cmath>
 #include <utility>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 // The flow network's max-min allocation (progressive filling over connected components), and
 // the stated reduction net.flow_realloc_interval.
 
 namespace moehub {
+
+namespace {
+// The allocation visits tens of thousands of classes per pass in no order memory likes (by a
+// resource's list, by formation), each a cache miss: it asks for a class a few entries
+// ahead. A hint only: what is computed does not change.
+constexpr size_t kAhead = 8;
+inline void prefetch_line(const void* p) {
+#if defined(__GNUC__)
+  __builtin_prefetch(p);
+#else
+  (void)p;
+#endif
+}
+}  // namespace
 
 // A change (a class formed or drained, or a class's weight changed) touches the resources the
 // class loads: the next allocation recomputes only their connected components.
@@ -91,14 +108,19 @@ void FlowNetwork::collect_component(uint32_t seed) {
     const uint32_t r = w.stack.back();
     w.stack.pop_back();
     w.comp_res.push_back(r);
-    for (const OnResource& e : res_classes_[r]) {
-      const uint32_t slot = e.slot;
+    const std::vector<OnResource>& listed = res_classes_[r];
+    for (size_t i = 0; i < listed.size(); ++i) {
+      if (i + kAhead < listed.size()) {
+        prefetch_line(&slot_loads_[listed[i + kAhead].slot]);
+        if ((i & 3) == 0) prefetch_line(listed.data() + std::min(i + 2 * kAhead, listed.size() - 1));  // the list, further on
+      }
+      const uint32_t slot = listed[i].slot;
       if (w.seen_cls[slot]) continue;
       w.seen_cls[slot] = 1;
       w.comp_cls.push_back(slot);
-      const FlowClass& c = classes_[slot];
-      for (uint32_t k = 0; k < c.load_count; ++k) {
-        const uint32_t q = c.loads[k].resource;
+      const SlotLoads& c = slot_loads_[slot];
+      for (uint32_t k = 0; k < c.count; ++k) {
+        const uint32_t q = c.resource[k];
         if (w.seen_res[q]) continue;
         w.seen_res[q] = 1;
         w.stack.push_back(q);
@@ -124,10 +146,6 @@ void FlowNetwork::order_component() {
   }
   // Entries of drained classes (a slot may hold a later class by now) go when they outnumber
   // the live ones.
-  const auto current = [&](const std::pair<uint64_t, uint32_t>& e) {
-    const FlowClass& c = classes_[e.second];
-    return c.live && c.formed == e.first;
-  };
   if (order_.size() > 2 * live_classes_ + 64) std::erase_if(order_, [&](const auto& e) { return !current(e); });
   // seen_cls also marks the classes of components filled earlier in this allocation.
   w.in_comp.resize(classes_.size(), 0);
@@ -220,46 +238,123 @@ void FlowNetwork::fill_component(int64_t now) {
   apply_rates(now);
 }
 
+// Copies the active resources' rooms and weights (by local index j) into the filling's
+// contiguous arrays (by position, in local order), so that a round's passes read them in order.
+void FlowNetwork::start_rounds() {
+  Scratch& w = scratch_;
+  const size_t n = w.active.size();
+  w.pos.resize(resources_.size());
+  w.a_room.resize(n);
+  w.a_weight.resize(n);
+  w.a_tol.resize(n);
+  w.a_ratio.resize(n);
+  w.a_cross.resize(n);
+  w.a_res.resize(n);
+  w.a_dead = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t j = w.active[k];
+    const uint32_t r = w.comp_res[j];
+    w.pos[r] = static_cast<uint32_t>(k);
+    w.a_room[k] = w.room[j];
+    w.a_weight[k] = w.weight[j];
+    w.a_tol[k] = resources_[r].capacity * 1e-12;  // full, with a relative tolerance for rounding
+    w.a_cross[k] = w.crossing[j];
+    w.a_res[k] = r;
+  }
+}
+
+// The position of the resource that fills first (the first in local order among equal
+// shares, as a scan with `<` finds it; a share that is not a number never wins: a position
+// whose classes have all frozen has room NaN) and its share in `step`. Positions with no
+// unfrozen class left are dropped once they are half of them, the order of the rest kept.
+size_t FlowNetwork::bottleneck_position(double& step) {
+  Scratch& w = scratch_;
+  size_t n = w.a_room.size();
+  if (w.a_dead * 2 > n) {
+    double* room = w.a_room.data();
+    double* weight = w.a_weight.data();
+    double* tol = w.a_tol.data();
+    uint32_t* cross = w.a_cross.data();
+    uint32_t* res = w.a_res.data();
+    uint32_t* pos = w.pos.data();
+    size_t kept = 0;
+    for (size_t k = 0; k < n; ++k) {
+      if (cross[k] == 0) continue;
+      room[kept] = room[k];
+      weight[kept] = weight[k];
+      tol[kept] = tol[k];
+      cross[kept] = cross[k];
+      res[kept] = res[k];
+      pos[res[k]] = static_cast<uint32_t>(kept);
+      ++kept;
+    }
+    n = kept;
+    for (auto* v : {&w.a_room, &w.a_weight, &w.a_tol, &w.a_ratio}) v->resize(n);
+    w.a_cross.resize(n);
+    w.a_res.resize(n);
+    w.a_dead = 0;
+  }
+  const double* room = w.a_room.data();
+  const double* weight = w.a_weight.data();
+  double* ratio = w.a_ratio.data();
+  // The smallest share: `r < m ? r : m` per element (minpd's own rule, so NaN is passed over),
+  // two lanes at once; then the first position that has it.
+  double least = INFINITY;
+  size_t k = 0;
+#if defined(__SSE2__)
+  __m128d m2 = _mm_set1_pd(INFINITY);
+  for (; k + 2 <= n; k += 2) {
+    const __m128d r = _mm_div_pd(_mm_loadu_pd(room + k), _mm_loadu_pd(weight + k));
+    _mm_storeu_pd(ratio + k, r);
+    m2 = _mm_min_pd(r, m2);
+  }
+  alignas(16) double lanes[2];
+  _mm_store_pd(lanes, m2);
+  least = lanes[0] < lanes[1] ? lanes[0] : lanes[1];
+#endif
+  for (; k < n; ++k) {
+    ratio[k] = room[k] / weight[k];
+    if (ratio[k] < least) least = ratio[k];
+  }
+  step = INFINITY;
+  if (!(least < INFINITY)) return 0;
+  for (k = 0; k < n; ++k) {
+    if (ratio[k] == least) break;
+  }
+  step = ratio[k];
+  return k;
+}
+
 // The rounds of the filling, from the rooms and weights that prepare_component (a component's
 // classes on each resource: its res_classes_ list) or prepare_provisional (scratch_.on) left;
 // the level at which each class froze goes to scratch_.rate, by slot.
 void FlowNetwork::fill_rounds(bool provisional) {
   Scratch& w = scratch_;
-  auto& room = w.room;
-  auto& weight = w.weight;
-  auto& crossing = w.crossing;
+  start_rounds();
   double level = 0;  // the rate of every unfrozen class
   size_t left = w.comp_cls.size();
   while (left > 0) {
-    // The bottleneck: the resource that fills first. A resource with no unfrozen class left
-    // takes no further part (dropped here, the order of the rest kept: ties pick the same one).
     double step = INFINITY;
-    size_t bottleneck = 0;
-    size_t kept = 0;
-    for (size_t k = 0; k < w.active.size(); ++k) {
-      const uint32_t j = w.active[k];
-      if (crossing[j] == 0) continue;
-      w.active[kept++] = j;
-      if (room[j] / weight[j] < step) {
-        step = room[j] / weight[j];
-        bottleneck = j;
-      }
-    }
-    w.active.resize(kept);
+    const size_t bottleneck = bottleneck_position(step);
     if (step == INFINITY) break;
     level += step;
     w.full.clear();
-    for (const uint32_t j : w.active) {
-      room[j] = j == bottleneck ? 0.0 : room[j] - step * weight[j];
-      // Full, with a relative tolerance for rounding.
-      if (room[j] <= resources_[w.comp_res[j]].capacity * 1e-12) w.full.push_back(j);
+    const size_t n = w.a_room.size();
+    for (size_t k = 0; k < n; ++k) {
+      w.a_room[k] = k == bottleneck ? 0.0 : w.a_room[k] - step * w.a_weight[k];
+      if (w.a_room[k] <= w.a_tol[k]) w.full.push_back(static_cast<uint32_t>(k));
     }
-    for (const uint32_t j : w.full) {  // freeze the classes on the full resources
-      if (crossing[j] == 0) continue;
-      const std::vector<OnResource>& listed = res_classes_[w.comp_res[j]];
+    for (const uint32_t k : w.full) {  // freeze the classes on the full resources
+      if (w.a_cross[k] == 0) continue;
+      const uint32_t r = w.a_res[k];
+      const uint32_t j = w.local[r];
+      const std::vector<OnResource>& listed = res_classes_[r];
       const OnResource* on = provisional ? w.on.data() + w.first[j] : listed.data();
       const OnResource* end = provisional ? w.on.data() + w.first[j + 1] : listed.data() + listed.size();
-      for (; on != end; ++on) freeze(on->slot, level, left);
+      for (; on != end; ++on) {
+        if (end - on > static_cast<std::ptrdiff_t>(kAhead)) prefetch_line(&slot_loads_[on[kAhead].slot]);
+        freeze(on->slot, level, left);
+      }
     }
   }
 }
@@ -271,12 +366,15 @@ void FlowNetwork::freeze(uint32_t slot, double level, size_t& left) {
   w.frozen[slot] = 1;
   --left;
   w.rate[slot] = level;
-  const FlowClass& c = classes_[slot];
-  const double n = class_weight(c);
-  for (uint32_t k = 0; k < c.load_count; ++k) {
-    const uint32_t q = w.local[c.loads[k].resource];
-    w.weight[q] -= n * c.loads[k].per_byte;
-    --w.crossing[q];
+  const double n = cfg_.flow_merge_pairs ? 1.0 : class_weight(classes_[slot]);
+  const SlotLoads& c = slot_loads_[slot];
+  for (uint32_t k = 0; k < c.count; ++k) {
+    const uint32_t q = w.pos[c.resource[k]];
+    w.a_weight[q] -= n * c.per_byte(k);
+    if (--w.a_cross[q] == 0) {
+      ++w.a_dead;
+      w.a_room[q] = NAN;  // out of the filling: never the bottleneck, never full again
+    }
   }
 }
 
@@ -285,7 +383,14 @@ void FlowNetwork::freeze(uint32_t slot, double level, size_t& left) {
 // A resource's load is summed over its list, in order of formation as the classes are.
 void FlowNetwork::apply_rates(int64_t now) {
   Scratch& w = scratch_;
-  for (const uint32_t slot : w.comp_cls) {
+  const size_t nc = w.comp_cls.size();
+  for (size_t i = 0; i < nc; ++i) {
+    if (i + kAhead < nc) {
+      const auto* ahead = reinterpret_cast<const char*>(&classes_[w.comp_cls[i + kAhead]]);
+      prefetch_line(ahead);
+      prefetch_line(ahead + 64);  // the members, which set_due reads
+    }
+    const uint32_t slot = w.comp_cls[i];
     FlowClass& c = classes_[slot];
     if (w.rate[slot] == c.rate) continue;
     c.served_base = served_at(c, now);
@@ -296,7 +401,13 @@ void FlowNetwork::apply_rates(int64_t now) {
   for (size_t j = 0; j < w.comp_res.size(); ++j) {
     Resource& r = resources_[w.comp_res[j]];
     double load = 0.0;
-    for (const OnResource& e : res_classes_[w.comp_res[j]]) load += class_weight(classes_[e.slot]) * w.rate[e.slot] * e.per_byte;
+    const std::vector<OnResource>& listed = res_classes_[w.comp_res[j]];
+    if (j + 1 < w.comp_res.size()) prefetch_line(res_classes_[w.comp_res[j + 1]].data());
+    for (size_t i = 0; i < listed.size(); ++i) {
+      if (i + kAhead < listed.size()) prefetch_line(&w.rate[listed[i + kAhead].slot]);
+      const OnResource& e = listed[i];
+      load += class_weight(classes_[e.slot]) * w.rate[e.slot] * e.per_byte;
+    }
     if (load == r.load) continue;
     r.bytes += r.load * (static_cast<double>(now - r.since_ps) / 1e12);
     r.since_ps = now;
@@ -324,10 +435,7 @@ void FlowNetwork::reallocate_provisional(int64_t now) {
   w.seen_res.resize(resources_.size(), 0);
   w.comp_cls.clear();
   w.comp_res.clear();
-  std::erase_if(provisional_, [&](const std::pair<uint64_t, uint32_t>& e) {
-    const FlowClass& c = classes_[e.second];
-    return !c.live || c.formed != e.first;
-  });
+  std::erase_if(provisional_, [&](const std::pair<uint64_t, uint32_t>& e) { return !current(e); });
   for (const auto& e : provisional_) {  // in order of formation
     const FlowClass& c = classes_[e.second];
     w.comp_cls.push_back(e.second);

@@ -229,6 +229,8 @@ uint32_t FlowNetwork::class_for(int src, int dst, double wire_per_byte, double a
   if (free_.empty()) {
     slot = static_cast<uint32_t>(classes_.size());
     classes_.emplace_back();
+    slot_loads_.emplace_back();
+    slot_formed_.push_back(kNotFormed);
   } else {
     slot = free_.back();
     free_.pop_back();
@@ -239,6 +241,7 @@ uint32_t FlowNetwork::class_for(int src, int dst, double wire_per_byte, double a
   c.live = true;
   ++live_classes_;
   c.formed = next_formed_++;
+  slot_formed_[slot] = c.formed;
   order_.emplace_back(c.formed, slot);
   if (cfg_.flow_realloc_interval.ps() > 0) provisional_.emplace_back(c.formed, slot);
   c.since_ps = sim_.now().ps();
@@ -247,7 +250,16 @@ uint32_t FlowNetwork::class_for(int src, int dst, double wire_per_byte, double a
   c.wire_per_byte = wire_per_byte;
   c.ack_per_byte = ack_per_byte;
   route(c);
-  for (uint32_t k = 0; k < c.load_count; ++k) res_classes_[c.loads[k].resource].push_back({slot, c.loads[k].per_byte});
+  SlotLoads& sl = slot_loads_[slot];
+  sl.count = c.load_count;
+  sl.value = {wire_per_byte, ack_per_byte};
+  for (uint32_t k = 0; k < c.load_count; ++k) {
+    const double per_byte = c.loads[k].per_byte;
+    res_classes_[c.loads[k].resource].push_back({slot, per_byte});
+    sl.resource[k] = c.loads[k].resource;
+    sl.which[k] = per_byte == wire_per_byte ? 0 : per_byte == ack_per_byte ? 1 : 2;
+    if (sl.per_byte(k) != per_byte) throw std::logic_error("FlowNetwork: a load per byte outside the slot's copy");
+  }
   touch(c);
   return slot;
 }
@@ -398,6 +410,7 @@ void FlowNetwork::drop_class(uint32_t slot) {
   }
   touch(c);
   c.live = false;
+  slot_formed_[slot] = kNotFormed;
   --live_classes_;
   c.due_ps = kNever;
   free_.push_back(slot);

@@ -108,33 +108,46 @@ class FlowNetwork final : public TransferNetwork {
     uint32_t slot = 0;
     double per_byte = 0;
   };
+  // Fields the allocation and the completion heap read at every change come first, in one
+  // cache line (apply_rates and set_due visit tens of thousands of classes per allocation).
   struct FlowClass {
+    double rate = 0;  // payload bytes per second, per member
+    // The payload each member has received is served_base at since_ps, then grows at `rate`:
+    // it is brought up to date only when the rate changes, not at every event.
+    double served_base = 0;
+    int64_t since_ps = 0;
+    double next_finish = 0;       // members.front().finish
+    int64_t due_ps = kNever;      // when the front member's payload has left
+    uint64_t due_key = 0;         // the key of the class's current entry in due_
+    uint64_t formed = 0;          // formation order: the allocation's order within a component
+    bool live = false;            // false: a free slot
+    // A min-heap on (finish, seq); merged, a queue in start order (which is that heap's order).
+    // A deque: thousands of hub packets may wait in one class, and a vector's doubling held up
+    // to three times their size at its peak (heaptrack, session 21).
+    std::deque<Member> members;
+    double last_finish = 0;       // the latest member's finish (merged pairs serve in start order)
     int src = 0;
     int dst = 0;
     double wire_per_byte = 0;
     double ack_per_byte = 0;  // between nodes: fabric packets per payload byte
     std::array<Load, 8> loads{};
     uint32_t load_count = 0;
-    double rate = 0;  // payload bytes per second, per member
-    // The payload each member has received is served_base at since_ps, then grows at `rate`:
-    // it is brought up to date only when the rate changes, not at every event.
-    double served_base = 0;
-    int64_t since_ps = 0;
-    // A min-heap on (finish, seq); merged, a queue in start order (which is that heap's order).
-    // A deque: thousands of hub packets may wait in one class, and a vector's doubling held up
-    // to three times their size at its peak (heaptrack, session 21).
-    std::deque<Member> members;
     FlowClass() = default;
     // Noexcept, so that classes_ (a vector) moves its classes when it grows (a deque's own move
     // constructor may allocate; running out of memory here ends the run).
     FlowClass(FlowClass&&) noexcept = default;
     FlowClass& operator=(FlowClass&&) = default;
-    double next_finish = 0;       // members.front().finish
-    double last_finish = 0;       // the latest member's finish (merged pairs serve in start order)
-    int64_t due_ps = kNever;      // when the front member's payload has left
-    uint64_t due_key = 0;         // the key of the class's current entry in due_
-    uint64_t formed = 0;          // formation order: the allocation's order within a component
-    bool live = false;            // false: a free slot
+  };
+  // A class's resources and loads per byte as the allocation reads them (a copy of its
+  // `loads`, by slot, in one cache line): the component search and the freezing read it
+  // instead of the class. A load per byte is the class's wire bytes, its acks (or fabric
+  // packets) or 1 (PCIe), per route(): `which` says which.
+  struct alignas(64) SlotLoads {
+    std::array<uint32_t, 8> resource{};
+    std::array<double, 2> value{};  // wire_per_byte, ack_per_byte
+    std::array<uint8_t, 8> which{};  // 0, 1: value[which]; 2: 1.0
+    uint32_t count = 0;
+    double per_byte(uint32_t k) const { return which[k] < 2 ? value[which[k]] : 1.0; }
   };
   struct Resource {  // one GPU's links in one direction, all planes together, or a fabric link
     double capacity = 0;  // wire bytes per second
@@ -192,6 +205,8 @@ class FlowNetwork final : public TransferNetwork {
   void fill_component(int64_t now);
   void reset_rates();
   void fill_rounds(bool provisional);
+  void start_rounds();
+  size_t bottleneck_position(double& step);
   void freeze(uint32_t slot, double level, size_t& left);
   void apply_rates(int64_t now);
   void account_busy(int64_t now);
@@ -211,9 +226,21 @@ class FlowNetwork final : public TransferNetwork {
     std::vector<char> frozen, seen_res, seen_cls, in_comp;
     std::vector<uint32_t> comp_cls, comp_res, local, stack, visited_res, visited_cls;
     std::vector<std::pair<uint64_t, uint32_t>> keyed;  // (formed, slot)
+    // The filling's resources by position among those still active (compacted as they drop
+    // out, in local order): room, weight, unfrozen classes, fullness tolerance, resource;
+    // pos maps a resource to its position.
+    std::vector<double> a_room, a_weight, a_tol, a_ratio;
+    std::vector<uint32_t> a_cross, a_res, pos;
+    size_t a_dead = 0;  // active positions whose unfrozen classes have all frozen
   };
   // Slots: a class keeps its slot while it has members; a drained class's slot is reused.
   std::vector<FlowClass> classes_;
+  std::vector<SlotLoads> slot_loads_;  // by slot, set when a class forms
+  // By slot: the live class's `formed`, kNotFormed for a free slot (the order of formation's
+  // entries are checked against it without reading the class).
+  static constexpr uint64_t kNotFormed = UINT64_MAX;
+  std::vector<uint64_t> slot_formed_;
+  bool current(const std::pair<uint64_t, uint32_t>& e) const { return slot_formed_[e.second] == e.first; }
   std::vector<uint32_t> free_;    // slots to reuse
   size_t live_classes_ = 0;
   std::vector<std::pair<uint64_t, uint32_t>> order_;  // (formed, slot) in order of formation

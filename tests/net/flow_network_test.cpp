@@ -258,5 +258,41 @@ TEST(FlowNetwork, StreamIsHandedOverWhenItsPayloadHasLeft) {
   EXPECT_TRUE(net.conservation_violations().empty());
 }
 
+// A resource whose classes all freeze at another's bottleneck leaves the filling, and the next
+// round's bottleneck is found among the rest: GPU 2's ingress carries 0->2 and two 3->2 flows
+// (weight 3), so they freeze at X / 3 (X: a link's payload rate); GPU 3's egress then has no
+// class left, and GPU 0's egress (0->1 and 0->2) has X / 3 of room for 0->1, which reaches 2X / 3.
+TEST(FlowNetwork, AResourceLeavesTheFillingWhenItsClassesFreezeElsewhere) {
+  Simulator sim;
+  FlowNetwork net(test::h800_like(4), sim);
+  net.transfer(0, 1, 1 << 20, 0, [] {});
+  net.transfer(0, 2, 1 << 20, 0, [] {});
+  net.transfer(3, 2, 1 << 20, 0, [] {});
+  net.transfer(3, 2, 1 << 20, 0, [] {});
+  const double x = 200e9 * 128 / 144;
+  const std::vector<double> r = net.rates();
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_NEAR(r[0] / (x * 2 / 3), 1.0, 1e-12);
+  for (size_t i = 1; i < 4; ++i) EXPECT_NEAR(r[i] / (x / 3), 1.0, 1e-12);
+  sim.run();
+}
+
+// As above, with more than half of the filling's resources out after the first round (GPU 0's
+// ingress and GPUs 2's and 3's egress), so the rest are moved up in order: 1->0, 2->0 and 3->0
+// freeze at X / 3 on GPU 0's ingress; then GPU 1's egress (room X / 3) caps 1->4 at 2X / 3
+// before GPU 4's ingress (room 2X / 3) fills.
+TEST(FlowNetwork, TheFillingGoesOnAfterMostResourcesAreOut) {
+  Simulator sim;
+  FlowNetwork net(test::h800_like(5), sim);
+  for (int g = 1; g < 4; ++g) net.transfer(g, 0, 1 << 20, 0, [] {});
+  net.transfer(1, 4, 1 << 20, 0, [] {});
+  const double x = 200e9 * 128 / 144;
+  const std::vector<double> r = net.rates();
+  ASSERT_EQ(r.size(), 4u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(r[i] / (x / 3), 1.0, 1e-12);
+  EXPECT_NEAR(r[3] / (x * 2 / 3), 1.0, 1e-12);
+  sim.run();
+}
+
 }  // namespace
 }  // namespace moehub
