@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+#include <memory>
 #include <vector>
 
 #include "hub/runtime_packet_manager.h"
@@ -193,37 +195,47 @@ struct RunArrivals final : PacketReceiver {
   }
 };
 
+// Runs of the given line counts sent 0 -> 1 at t = 0 on a 2-GPU h800_like board at flow fidelity
+// with 1 KiB flow batches, simulated to the end (cookie = the run's lines).
+struct RunBench {
+  Simulator sim;
+  std::unique_ptr<FlowNetwork> net;
+  RunArrivals rx;
+  explicit RunBench(std::initializer_list<uint32_t> runs) {
+    NetConfig c = test::h800_like(2);
+    c.fidelity = NetFidelity::Flow;
+    c.flow_merge_pairs = true;
+    c.flow_batch_bytes = 1024;
+    net = std::make_unique<FlowNetwork>(c, sim);
+    rx.sim = &sim;
+    net->set_receiver(1, &rx);
+    for (uint32_t lines : runs) {
+      Packet p;
+      p.src = 0;
+      p.dst = 1;
+      p.payload_bytes = 128 * lines;
+      p.messages = static_cast<uint8_t>(lines);
+      p.cookie = lines;
+      p.flow_batch = Packet::kFlowBatchLine;
+      net->send(std::move(p));
+    }
+    sim.run();
+  }
+};
+
 // A 128 B message 0 -> 1, then a run of 3 lines (Packet::messages 3, 384 B) at t = 0 on
 // h800_like: 144 wire bytes a line at 200 GB/s, 720 ps each; a line's tail is 602880 ps
 // (tests/net/flow_batch_test.cpp). The line arrives at 720 + 602880, the run when its third
 // line would have (4 x 720 + 602880), as a batch of those lines would; the window takes its
 // three lines' wire bytes and gives them back (no violation).
 TEST(LineRuns, ARunIsItsLinesBackToBackInTheFlowNetwork) {
-  NetConfig c = test::h800_like(2);
-  c.fidelity = NetFidelity::Flow;
-  c.flow_merge_pairs = true;
-  c.flow_batch_bytes = 1024;
-  Simulator sim;
-  FlowNetwork net(c, sim);
-  RunArrivals rx;
-  rx.sim = &sim;
-  net.set_receiver(1, &rx);
-  for (uint32_t lines : {1u, 3u}) {
-    Packet p;
-    p.src = 0;
-    p.dst = 1;
-    p.payload_bytes = 128 * lines;
-    p.messages = static_cast<uint8_t>(lines);
-    p.cookie = lines;
-    p.flow_batch = Packet::kFlowBatchLine;
-    net.send(std::move(p));
-  }
-  sim.run();
+  RunBench b({1u, 3u});
+  const RunArrivals& rx = b.rx;
   ASSERT_EQ(rx.at.size(), 2u);
   EXPECT_EQ(rx.at[0], std::make_pair(uint64_t{1}, int64_t{720 + 602880}));
   EXPECT_EQ(rx.at[1], std::make_pair(uint64_t{3}, int64_t{2880 + 602880}));
   EXPECT_EQ(rx.messages[1], 3u);
-  EXPECT_TRUE(net.conservation_violations().empty());
+  EXPECT_TRUE(b.net->conservation_violations().empty());
 }
 
 // hub.flow_run_bytes beyond net.flow_batch_bytes: a run of 16 lines (2 KiB) after a line is a
@@ -231,33 +243,15 @@ TEST(LineRuns, ARunIsItsLinesBackToBackInTheFlowNetwork) {
 // (17 x 720 + 602880 ps); the line after it starts another batch (2 KiB + 128 B is over the
 // limit) and arrives one line later (18 x 720 + 602880). The window gets every line back.
 TEST(LineRuns, ARunLongerThanABatchIsABatchOfItsOwn) {
-  NetConfig c = test::h800_like(2);
-  c.fidelity = NetFidelity::Flow;
-  c.flow_merge_pairs = true;
-  c.flow_batch_bytes = 1024;
-  Simulator sim;
-  FlowNetwork net(c, sim);
-  RunArrivals rx;
-  rx.sim = &sim;
-  net.set_receiver(1, &rx);
-  for (uint32_t lines : {1u, 16u, 1u}) {
-    Packet p;
-    p.src = 0;
-    p.dst = 1;
-    p.payload_bytes = 128 * lines;
-    p.messages = static_cast<uint8_t>(lines);
-    p.cookie = lines;
-    p.flow_batch = Packet::kFlowBatchLine;
-    net.send(std::move(p));
-  }
-  sim.run();
+  RunBench b({1u, 16u, 1u});
+  const RunArrivals& rx = b.rx;
   ASSERT_EQ(rx.at.size(), 3u);
   EXPECT_EQ(rx.at[0].second, 720 + 602880);
   EXPECT_EQ(rx.at[1], std::make_pair(uint64_t{16}, int64_t{17 * 720 + 602880}));
   EXPECT_EQ(rx.messages[1], 16u);
   EXPECT_EQ(rx.at[2].second, 18 * 720 + 602880);
-  EXPECT_EQ(net.stats()["flows_completed"], 3u);
-  EXPECT_TRUE(net.conservation_violations().empty());
+  EXPECT_EQ(b.net->stats()["flows_completed"], 3u);
+  EXPECT_TRUE(b.net->conservation_violations().empty());
 }
 
 // Across nodes a run takes one NIC window slot per line: with a queue depth of 4 a run of 3
