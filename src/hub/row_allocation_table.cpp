@@ -13,28 +13,28 @@ RowAllocationTable::RowAllocationTable(uint32_t entries, uint32_t banks, uint32_
 }
 
 std::optional<uint64_t> RowAllocationTable::lookup(const RatKey& key) const {
-  const auto it = map_.find(key);
-  if (it == map_.end()) return std::nullopt;
-  return it->second.local_row_id;
+  const Mapping* m = map_.find(key);
+  if (m == nullptr) return std::nullopt;
+  return m->local_row_id;
 }
 
 std::optional<RatEviction> RowAllocationTable::insert(const RatKey& key, uint64_t local_row_id) {
-  if (map_.count(key)) throw std::logic_error("RowAllocationTable::insert: key already cached");
+  if (map_.find(key) != nullptr) throw std::logic_error("RowAllocationTable::insert: key already cached");
   std::optional<RatEviction> evicted;
   if (map_.size() == entries_) {
     while (true) {
       const FifoSlot oldest = fifo_.front();
       fifo_.pop_front();
-      const auto it = map_.find(oldest.key);
-      if (it != map_.end() && it->second.seq == oldest.seq) {
-        evicted = RatEviction{oldest.key, it->second.local_row_id};
-        map_.erase(it);
+      const Mapping* m = map_.find(oldest.key);
+      if (m != nullptr && m->seq == oldest.seq) {
+        evicted = RatEviction{oldest.key, m->local_row_id};
+        map_.erase(oldest.key);
         break;
       }
     }
   }
   const uint64_t seq = next_seq_++;
-  map_.emplace(key, Mapping{local_row_id, seq});
+  map_.insert(key, Mapping{local_row_id, seq});
   fifo_.push_back(FifoSlot{key, seq});
   return evicted;
 }
@@ -42,10 +42,10 @@ std::optional<RatEviction> RowAllocationTable::insert(const RatKey& key, uint64_
 void RowAllocationTable::flush_region(uint32_t region) {
   std::deque<FifoSlot> kept;
   for (const FifoSlot& s : fifo_) {
-    const auto it = map_.find(s.key);
-    if (it == map_.end() || it->second.seq != s.seq) continue;  // stale slot: drop it too
+    const Mapping* m = map_.find(s.key);
+    if (m == nullptr || m->seq != s.seq) continue;  // stale slot: drop it too
     if (s.key.region == region) {
-      map_.erase(it);
+      map_.erase(s.key);
     } else {
       kept.push_back(s);
     }

@@ -10,8 +10,9 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
-#include <unordered_map>
 #include <vector>
+
+#include "hub/rat_map.h"
 
 namespace moehub {
 
@@ -65,7 +66,7 @@ class RowAllocationTable {
 
   uint32_t entries_;
   uint32_t ports_;
-  std::unordered_map<RatKey, Mapping, RatKeyHash> map_;
+  RatMap<RatKey, Mapping, RatKeyHash> map_;
   std::deque<FifoSlot> fifo_;
   uint64_t next_seq_ = 0;
   // Per bank: (cycle, accesses booked), ascending; only present and future cycles, a handful.

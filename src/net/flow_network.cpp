@@ -13,6 +13,7 @@ FlowNetwork::FlowNetwork(const NetConfig& config, Simulator& sim, TraceRecorder*
   cfg_.validate();
   resources_.resize(static_cast<size_t>(cfg_.gpus) * 2);
   classes_by_pair_ = PerPair<std::vector<uint32_t>>(cfg_.gpus);
+  last_class_ = PerPair<uint32_t>(cfg_.gpus, kNoClass);
   for (auto& r : resources_) r.capacity = static_cast<double>(cfg_.gpu_bandwidth.bytes_per_second());
   if (cfg_.scale_out()) {
     fabric_ = std::make_unique<FabricTopology>(cfg_);
@@ -220,10 +221,19 @@ void FlowNetwork::settle() {
 }
 
 uint32_t FlowNetwork::class_for(int src, int dst, double wire_per_byte, double ack_per_byte) {
+  // A pair has at most one live class per (wire, ack): the one found last is checked first,
+  // without the miss on the pair's list (exact: a match is the one the list would give).
+  uint32_t& hint = last_class_(src, dst);
+  if (hint != kNoClass) {
+    const FlowClass& h = classes_[hint];
+    if (h.live && h.src == src && h.dst == dst && h.wire_per_byte == wire_per_byte && h.ack_per_byte == ack_per_byte) {
+      return hint;
+    }
+  }
   std::vector<uint32_t>& same_pair = pair_classes(src, dst);
   for (const uint32_t i : same_pair) {
     const FlowClass& c = classes_[i];
-    if (c.wire_per_byte == wire_per_byte && c.ack_per_byte == ack_per_byte) return i;
+    if (c.wire_per_byte == wire_per_byte && c.ack_per_byte == ack_per_byte) return hint = i;
   }
   uint32_t slot = 0;
   if (free_.empty()) {
@@ -237,6 +247,7 @@ uint32_t FlowNetwork::class_for(int src, int dst, double wire_per_byte, double a
     classes_[slot] = FlowClass{};
   }
   same_pair.push_back(slot);
+  hint = slot;
   FlowClass& c = classes_[slot];
   c.live = true;
   ++live_classes_;

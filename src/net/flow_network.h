@@ -262,6 +262,8 @@ class FlowNetwork final : public TransferNetwork {
   // Indices into classes_ per (src, dst): a flow start looks among the classes of its
   // own pair (usually one) instead of walking every class (about a thousand with 32 GPUs).
   PerPair<std::vector<uint32_t>> classes_by_pair_;
+  static constexpr uint32_t kNoClass = UINT32_MAX;
+  PerPair<uint32_t> last_class_;  // per (src, dst): the slot class_for gave last (kNoClass: none)
   Scratch scratch_;
   SendWindows windows_;
   std::vector<Resource> resources_;  // NVLink egress and ingress per GPU, then the fabric's links
