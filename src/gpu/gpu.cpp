@@ -67,12 +67,6 @@ KernelId Gpu::create_kernel(KernelSpec spec) {
   return kernels_.back()->id;
 }
 
-Gpu::Kernel& Gpu::kernel(KernelId id) {
-  if (id >= kernels_.size()) throw std::logic_error(fmt::format("unknown kernel id {}", id));
-  if (!kernels_[id]) throw std::logic_error(fmt::format("kernel '{}' is complete", done_times_[id].name));
-  return *kernels_[id];
-}
-
 Gpu::Kernel* Gpu::live_kernel(KernelId id) {
   if (id >= kernels_.size()) throw std::logic_error(fmt::format("unknown kernel id {}", id));
   return kernels_[id].get();

@@ -144,7 +144,6 @@ class Gpu {
   void start_kernel(KernelId id, Callback on_complete);
 
   // Dispatch (gpu.cpp).
-  Kernel& kernel(KernelId id);
   // The kernel's record while it is not complete; null once complete (its state is freed and
   // only its times stay, in done_times_).
   Kernel* live_kernel(KernelId id);
